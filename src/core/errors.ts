@@ -1,0 +1,100 @@
+/**
+ * Typed errors with a stable `code`. The HTTP layer maps each code to one RFC 9457 problem;
+ * nothing else in the project decides status codes.
+ */
+export type ErrorCode =
+  | 'validation_failed'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'idempotency_conflict'
+  | 'invalid_state'
+  | 'stale_attempt'
+  | 'lease_expired'
+  | 'approval_mismatch'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'concurrency_conflict'
+  | 'unavailable';
+
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class ValidationFailedError extends DomainError {
+  constructor(
+    message: string,
+    readonly issues: ValidationIssue[] = [],
+  ) {
+    super('validation_failed', message, { issues });
+  }
+}
+
+export class NotFoundError extends DomainError {
+  constructor(message: string) {
+    super('not_found', message);
+  }
+}
+
+export class InvalidStateError extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('invalid_state', message, details);
+  }
+}
+
+export class StaleAttemptError extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('stale_attempt', message, details);
+  }
+}
+
+export class LeaseExpiredError extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('lease_expired', message, details);
+  }
+}
+
+export class IdempotencyConflictError extends DomainError {
+  constructor(message: string) {
+    super('idempotency_conflict', message);
+  }
+}
+
+export class ApprovalMismatchError extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('approval_mismatch', message, details);
+  }
+}
+
+export class UnavailableError extends DomainError {
+  constructor(message: string) {
+    super('unavailable', message);
+  }
+}
+
+/** An append whose expected revision did not match the stream. Carries both revisions. */
+export class WrongExpectedRevisionError extends DomainError {
+  constructor(
+    readonly streamId: string,
+    readonly expected: string,
+    readonly actual: string,
+  ) {
+    super('concurrency_conflict', `stream ${streamId}: expected revision ${expected}, actual ${actual}`, {
+      streamId,
+      expected,
+      actual,
+    });
+  }
+}
