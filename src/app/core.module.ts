@@ -1,0 +1,30 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { CLOCK, type Clock } from '../core/clock.port.js';
+import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
+import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
+import { LOGGER, type Logger } from '../core/logger.js';
+
+export interface CoreDependencies {
+  config: AppConfig;
+  store: EventStore;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+}
+
+/** Makes the process's ports injectable everywhere; their lifetimes belong to the bootstrap. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(deps: CoreDependencies): DynamicModule {
+    const providers = [
+      { provide: APP_CONFIG, useValue: deps.config },
+      { provide: EVENT_STORE, useValue: deps.store },
+      { provide: CLOCK, useValue: deps.clock },
+      { provide: ID_GENERATOR, useValue: deps.ids },
+      { provide: LOGGER, useValue: deps.logger },
+    ];
+    return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
+  }
+}

@@ -1,0 +1,26 @@
+import { Controller, Get, Inject } from '@nestjs/common';
+import { Public } from '../auth/public.decorator.js';
+import { UnavailableError } from '../core/errors.js';
+import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
+
+@Public()
+@Controller('health')
+export class HealthController {
+  constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
+
+  @Get('live')
+  live() {
+    return { status: 'ok' };
+  }
+
+  /** Ready only when every dependency answers. */
+  @Get('ready')
+  async ready() {
+    try {
+      await this.store.headPosition();
+    } catch {
+      throw new UnavailableError('event store is not answering');
+    }
+    return { status: 'ok', checks: { eventStore: 'ok' } };
+  }
+}

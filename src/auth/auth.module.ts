@@ -1,0 +1,20 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { AuthGuard } from './auth.guard.js';
+import { TOKEN_REGISTRY, type TokenRegistry } from './token-registry.js';
+
+/**
+ * Installs the AuthGuard on every route of the app and makes the process's TokenRegistry
+ * injectable as `@Inject(TOKEN_REGISTRY)` (e.g. for SSE streams to re-check their grant).
+ */
+@Global()
+@Module({})
+export class AuthModule {
+  static forRoot(registry: TokenRegistry): DynamicModule {
+    return {
+      module: AuthModule,
+      providers: [{ provide: TOKEN_REGISTRY, useValue: registry }, { provide: APP_GUARD, useClass: AuthGuard }],
+      exports: [TOKEN_REGISTRY],
+    };
+  }
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+/** Workspace roles, weakest first: each includes everything the ones before it may do. */
+export const WORKSPACE_ROLES = ['viewer', 'operator', 'editor', 'admin'] as const;
+export type WorkspaceRole = (typeof WORKSPACE_ROLES)[number];
+
+/** Roles outside any workspace: `worker` runs attempts, `system-admin` uses admin endpoints. */
+export const GLOBAL_ROLES = ['worker', 'system-admin'] as const;
+export type GlobalRole = (typeof GLOBAL_ROLES)[number];
+
+/** The alphabet of workspace ids and workflow names in URLs and tokens: 1-64 of `[A-Za-z0-9_-]`. */
+export const IDENTIFIER_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+export const workspaceIdSchema = z
+  .string()
+  .regex(IDENTIFIER_PATTERN, 'a workspace id must be 1-64 characters of A-Z, a-z, 0-9, "_" or "-"');
+
+/** Who is calling, as authenticated from a bearer token. */
+export interface Principal {
+  readonly subject: string;
+  readonly workspaces: ReadonlyMap<string, WorkspaceRole>;
+  readonly global: ReadonlySet<GlobalRole>;
+  /**
+   * sha256 of the token that authenticated this principal: lets a long-lived request (SSE)
+   * ask the TokenRegistry whether the grant still holds, without keeping the secret around.
+   */
+  readonly tokenId: string;
+}
+
+/** True when `role` includes everything `minRole` may do. */
+export function roleAtLeast(role: WorkspaceRole, minRole: WorkspaceRole): boolean {
+  return WORKSPACE_ROLES.indexOf(role) >= WORKSPACE_ROLES.indexOf(minRole);
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from '@jest/globals';
+import { TokenRegistry } from './token-registry.js';
+
+const ALICE = 'alice-token-0123456789';
+const BOB = 'bob-token-0123456789ab';
+
+describe('the token registry', () => {
+  const registry = () =>
+    new TokenRegistry([
+      { token: ALICE, subject: 'alice', workspaces: { acme: 'admin' }, global: [] },
+      { token: BOB, subject: 'bob', workspaces: {}, global: ['worker'] },
+    ]);
+
+  it('authenticates known tokens only', () => {
+    const tokens = registry();
+    expect(tokens.authenticate(ALICE)?.subject).toBe('alice');
+    expect(tokens.authenticate(BOB)?.global.has('worker')).toBe(true);
+    expect(tokens.authenticate(`${ALICE}x`)).toBeNull();
+    expect(tokens.authenticate('')).toBeNull();
+    expect(tokens.authenticate(undefined)).toBeNull();
+  });
+
+  it('never keeps the token itself in the principal', () => {
+    expect(JSON.stringify(registry().authenticate(ALICE), (_k, v: unknown) => (v instanceof Map ? [...v] : v))).not.toContain(ALICE);
+  });
+
+  it('swaps grants at runtime and tells its listeners', () => {
+    const tokens = registry();
+    const alice = tokens.authenticate(ALICE)!;
+    let changes = 0;
+    const unsubscribe = tokens.onChange(() => changes++);
+    tokens.replace([{ token: BOB, subject: 'bob', workspaces: { acme: 'viewer' }, global: [] }]);
+    expect(changes).toBe(1);
+    expect(tokens.authenticate(ALICE)).toBeNull();
+    expect(tokens.current(alice)).toBeNull();
+    expect(tokens.authenticate(BOB)?.workspaces.get('acme')).toBe('viewer');
+    unsubscribe();
+    tokens.replace([]);
+    expect(changes).toBe(1);
+  });
+
+  it('tells every listener even when one fails', () => {
+    const tokens = registry();
+    let told = 0;
+    tokens.onChange(() => {
+      throw new Error('listener bug');
+    });
+    tokens.onChange(() => told++);
+    expect(() => tokens.replace([])).toThrow(AggregateError);
+    expect(told).toBe(1);
+  });
+
+  it('cannot reload without a source', async () => {
+    await expect(registry().reload()).rejects.toThrow('no source');
+  });
+});

@@ -1,0 +1,117 @@
+import { describe, expect, it } from '@jest/globals';
+import { resolve } from 'node:path';
+import { ConfigError, DEFAULT_MAX_BODY_BYTES, isEmbedded, loadConfig, PROCESS_ROLES } from './config.js';
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  describe('with an empty environment', () => {
+    const config = loadConfig({});
+
+    it('listens on loopback port 3000', () => {
+      expect(config.host).toBe('127.0.0.1');
+      expect(config.port).toBe(3000);
+    });
+
+    it('runs every role, embedded, on ./.flostra', () => {
+      expect(config.roles).toEqual([...PROCESS_ROLES]);
+      expect(config.eventStore).toEqual({ kind: 'pglite' });
+      expect(config.databaseUrl).toBeNull();
+      expect(config.kafkaBrokers).toBeNull();
+      expect(config.tokensFile).toBeNull();
+      expect(config.dataDir).toBe(resolve('./.flostra'));
+      expect(isEmbedded(config)).toBe(true);
+    });
+
+    it('limits bodies to 1 MiB and logs at info', () => {
+      expect(config.maxBodyBytes).toBe(DEFAULT_MAX_BODY_BYTES);
+      expect(config.maxBodyBytes).toBe(1048576);
+      expect(config.logLevel).toBe('info');
+    });
+
+    it('is frozen', () => {
+      expect(Object.isFrozen(config)).toBe(true);
+    });
+  });
+
+  it('treats blank variables as unset', () => {
+    expect(loadConfig({ PORT: '  ', FLOSTRA_ROLES: '' }).port).toBe(3000);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '0',
+      FLOSTRA_DATA_DIR: '/tmp/flostra-x',
+      FLOSTRA_ROLES: 'worker, api,api',
+      EVENT_STORE_URL: 'esdb://localhost:2113?tls=false',
+      DATABASE_URL: 'postgresql://u:p@localhost/flostra',
+      KAFKA_BROKERS: 'localhost:9092, [::1]:9093',
+      FLOSTRA_TOKENS_FILE: '/etc/flostra/tokens.json',
+      FLOSTRA_MAX_BODY_BYTES: '2048',
+      LOG_LEVEL: 'DEBUG',
+    });
+    expect(config).toEqual({
+      host: '0.0.0.0',
+      port: 0,
+      dataDir: '/tmp/flostra-x',
+      roles: ['api', 'worker'],
+      eventStore: { kind: 'kurrentdb', url: 'esdb://localhost:2113?tls=false' },
+      databaseUrl: 'postgresql://u:p@localhost/flostra',
+      kafkaBrokers: ['localhost:9092', '[::1]:9093'],
+      tokensFile: '/etc/flostra/tokens.json',
+      maxBodyBytes: 2048,
+      logLevel: 'debug',
+    });
+    expect(isEmbedded(config)).toBe(false);
+  });
+
+  it.each([
+    ['postgres://localhost/es', 'postgres'],
+    ['postgresql://localhost/es', 'postgres'],
+    ['kurrentdb://localhost:2113', 'kurrentdb'],
+  ])('picks the event store from the scheme of %s', (url, kind) => {
+    expect(loadConfig({ EVENT_STORE_URL: url }).eventStore).toEqual({ kind, url });
+  });
+
+  describe('names the variable at fault', () => {
+    it.each([
+      ['PORT', 'abc', 'PORT: expected an integer 0-65535, got "abc"'],
+      ['PORT', '65536', 'PORT: expected an integer 0-65535, got "65536"'],
+      ['PORT', '-1', 'PORT: expected an integer 0-65535, got "-1"'],
+      ['HOST', 'local host', 'HOST: expected a host name or address, got "local host"'],
+      ['FLOSTRA_ROLES', 'api,scheduler', 'FLOSTRA_ROLES: expected a comma-separated list of api, dispatcher, ingestor, projector, watchdog, worker, got "api,scheduler"'],
+      ['FLOSTRA_ROLES', ',', 'FLOSTRA_ROLES: expected a comma-separated list'],
+      ['EVENT_STORE_URL', 'mysql://db/x', 'EVENT_STORE_URL: expected a postgres://, postgresql://, esdb:// or kurrentdb:// URL'],
+      ['DATABASE_URL', 'esdb://localhost', 'DATABASE_URL: expected a postgres:// or postgresql:// URL'],
+      ['KAFKA_BROKERS', 'localhost', 'KAFKA_BROKERS: expected a comma-separated list of host:port, got "localhost"'],
+      ['KAFKA_BROKERS', 'a:1,b:0', 'KAFKA_BROKERS: expected a comma-separated list of host:port'],
+      ['FLOSTRA_MAX_BODY_BYTES', '1mb', 'FLOSTRA_MAX_BODY_BYTES: expected a positive integer number of bytes, got "1mb"'],
+      ['FLOSTRA_MAX_BODY_BYTES', '0', 'FLOSTRA_MAX_BODY_BYTES: expected a positive integer number of bytes'],
+      ['LOG_LEVEL', 'loud', 'LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"'],
+    ])('%s=%s', (variable, value, message) => {
+      const error = configError({ [variable]: value });
+      expect(error.message).toContain(message);
+      expect(error.variables).toEqual([variable]);
+    });
+
+    it('lists every invalid variable at once', () => {
+      const error = configError({ PORT: 'x', LOG_LEVEL: 'y' });
+      expect(error.variables).toEqual(['PORT', 'LOG_LEVEL']);
+    });
+
+    it('never echoes a database URL, which may hold a password', () => {
+      const error = configError({ DATABASE_URL: 'mysql://admin:s3cret@db/x' });
+      expect(error.message).not.toContain('s3cret');
+      expect(error.message).toContain('DATABASE_URL');
+    });
+  });
+});

@@ -1,0 +1,162 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import type { LogThreshold } from '../core/logger.js';
+
+/** The processes one Flostra binary can run (DESIGN.md, "Processes"). */
+export const PROCESS_ROLES = ['api', 'dispatcher', 'ingestor', 'projector', 'watchdog', 'worker'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
+
+const LOG_THRESHOLDS = ['debug', 'info', 'warn', 'error', 'silent'] as const satisfies readonly LogThreshold[];
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/** Start-up stops on it; the message names every offending variable. */
+export class ConfigError extends Error {
+  constructor(
+    message: string,
+    /** Names of the variables at fault. */
+    readonly variables: readonly string[] = [],
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Ctx = z.RefinementCtx;
+
+/** Adds one issue and yields z.NEVER, so each variable's parser reads as one expression. */
+function fail(ctx: Ctx, message: string): never {
+  ctx.addIssue({ code: 'custom', message });
+  return z.NEVER;
+}
+
+const optional = z.string().optional();
+
+function urlScheme(raw: string): string | null {
+  try {
+    return new URL(raw).protocol;
+  } catch {
+    return null;
+  }
+}
+
+const envSchema = z.object({
+  HOST: optional.transform((raw, ctx) =>
+    raw === undefined ? '127.0.0.1' : /\s/.test(raw) ? fail(ctx, 'expected a host name or address') : raw),
+  PORT: optional.transform((raw, ctx) => {
+    if (raw === undefined) return 3000;
+    const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
+    return port >= 0 && port <= 65535 ? port : fail(ctx, 'expected an integer 0-65535');
+  }),
+  FLOSTRA_DATA_DIR: optional.transform((raw) => resolve(raw ?? './.flostra')),
+  FLOSTRA_ROLES: optional.transform((raw, ctx) => {
+    if (raw === undefined) return [...PROCESS_ROLES];
+    const roles = raw.split(',').map((r) => r.trim()).filter((r) => r !== '');
+    const unknown = roles.filter((r) => !(PROCESS_ROLES as readonly string[]).includes(r));
+    if (roles.length === 0 || unknown.length > 0) {
+      return fail(ctx, `expected a comma-separated list of ${PROCESS_ROLES.join(', ')}`);
+    }
+    return PROCESS_ROLES.filter((r) => roles.includes(r));
+  }),
+  EVENT_STORE_URL: optional.transform((raw, ctx) => {
+    if (raw === undefined) return { kind: 'pglite' as const };
+    const scheme = urlScheme(raw);
+    if (scheme === 'postgres:' || scheme === 'postgresql:') return { kind: 'postgres' as const, url: raw };
+    if (scheme === 'esdb:' || scheme === 'kurrentdb:') return { kind: 'kurrentdb' as const, url: raw };
+    return fail(ctx, 'expected a postgres://, postgresql://, esdb:// or kurrentdb:// URL');
+  }),
+  DATABASE_URL: optional.transform((raw, ctx) => {
+    if (raw === undefined) return null;
+    const scheme = urlScheme(raw);
+    return scheme === 'postgres:' || scheme === 'postgresql:' ? raw : fail(ctx, 'expected a postgres:// or postgresql:// URL');
+  }),
+  KAFKA_BROKERS: optional.transform((raw, ctx) => {
+    if (raw === undefined) return null;
+    const brokers = raw.split(',').map((b) => b.trim()).filter((b) => b !== '');
+    const valid = (b: string) => {
+      const match = /^([^\s:/]+|\[[0-9a-fA-F:.]+\]):(\d{1,5})$/.exec(b);
+      return match !== null && Number(match[2]) >= 1 && Number(match[2]) <= 65535;
+    };
+    return brokers.length > 0 && brokers.every(valid) ? brokers : fail(ctx, 'expected a comma-separated list of host:port');
+  }),
+  FLOSTRA_TOKENS_FILE: optional.transform((raw) => (raw === undefined ? null : resolve(raw))),
+  FLOSTRA_MAX_BODY_BYTES: optional.transform((raw, ctx) => {
+    if (raw === undefined) return DEFAULT_MAX_BODY_BYTES;
+    const bytes = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+    return bytes >= 1 && Number.isSafeInteger(bytes) ? bytes : fail(ctx, 'expected a positive integer number of bytes');
+  }),
+  LOG_LEVEL: optional.transform((raw, ctx) => {
+    if (raw === undefined) return 'info' as LogThreshold;
+    const level = raw.toLowerCase();
+    return (LOG_THRESHOLDS as readonly string[]).includes(level)
+      ? (level as LogThreshold)
+      : fail(ctx, `expected one of ${LOG_THRESHOLDS.join(', ')}`);
+  }),
+});
+
+type Env = z.output<typeof envSchema>;
+
+function toConfig(env: Env) {
+  return {
+    host: env.HOST,
+    port: env.PORT,
+    /** Absolute path: embedded PGlite data and dev tokens live here. */
+    dataDir: env.FLOSTRA_DATA_DIR,
+    roles: env.FLOSTRA_ROLES as readonly ProcessRole[],
+    /** `pglite` is the embedded store under `dataDir`. */
+    eventStore: env.EVENT_STORE_URL,
+    /** null: read models live in the embedded PGlite. */
+    databaseUrl: env.DATABASE_URL,
+    /** null: the in-process bus. */
+    kafkaBrokers: env.KAFKA_BROKERS as readonly string[] | null,
+    /** Absolute path, or null: dev tokens are generated (embedded mode only). */
+    tokensFile: env.FLOSTRA_TOKENS_FILE,
+    maxBodyBytes: env.FLOSTRA_MAX_BODY_BYTES,
+    logLevel: env.LOG_LEVEL,
+  };
+}
+
+/** Validated configuration of one process; build it only with `loadConfig`. */
+export type AppConfig = Readonly<ReturnType<typeof toConfig>>;
+export type EventStoreConfig = AppConfig['eventStore'];
+
+/** Injection token for the AppConfig of the running process. */
+export const APP_CONFIG = Symbol('AppConfig');
+
+// Values of these may carry credentials: an error message never echoes them.
+const SECRET_VARIABLES = new Set(['EVENT_STORE_URL', 'DATABASE_URL']);
+
+/**
+ * The one loader of the environment. Blank values count as unset. Throws a ConfigError whose
+ * message names each invalid variable and what it expected.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const raw: Record<string, string | undefined> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    raw[key] = value === undefined || value.trim() === '' ? undefined : value.trim();
+  }
+  const parsed = envSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const variable = String(issue.path[0]);
+      const shown = SECRET_VARIABLES.has(variable) ? 'a value not shown here' : JSON.stringify(raw[variable]);
+      return { variable, text: `${variable}: ${issue.message}, got ${shown}` };
+    });
+    throw new ConfigError(problems.map((p) => p.text).join('; '), problems.map((p) => p.variable));
+  }
+  return Object.freeze(toConfig(parsed.data));
+}
+
+/** True when this process runs `role` (FLOSTRA_ROLES). */
+export function runsRole(config: AppConfig, role: ProcessRole): boolean {
+  return config.roles.includes(role);
+}
+
+/**
+ * Everything on PGlite inside FLOSTRA_DATA_DIR: the only mode in which dev tokens may be
+ * generated instead of read from FLOSTRA_TOKENS_FILE.
+ */
+export function isEmbedded(config: AppConfig): boolean {
+  return config.eventStore.kind === 'pglite' && config.databaseUrl === null;
+}

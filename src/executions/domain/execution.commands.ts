@@ -1,0 +1,83 @@
+import type { CommandMetadata } from '../../core/decider.js';
+import type { ExecutionError, WorkflowSnapshot } from './execution.events.js';
+
+/** Commands on one execution stream. Ids, time and jitter arrive in the command, never made here. */
+export type StartExecution = {
+  type: 'StartExecution';
+  data: {
+    executionId: string;
+    workspaceId: string;
+    workflow: WorkflowSnapshot;
+    input: Record<string, unknown>;
+    idempotency: { key: string; fingerprint: string } | null;
+    attemptId: string;
+  };
+  metadata: CommandMetadata;
+};
+
+export type ClaimAttempt = {
+  type: 'ClaimAttempt';
+  data: { attemptId: string; workerId: string };
+  metadata: CommandMetadata;
+};
+
+/** What proves a worker holds the current claim (promise 3). */
+export interface Fence {
+  attemptId: string;
+  workerId: string;
+  fencingToken: number;
+}
+
+export type Heartbeat = { type: 'Heartbeat'; data: Fence; metadata: CommandMetadata };
+
+export type NodeResultKind = 'node_started' | 'node_succeeded' | 'node_failed' | 'node_skipped';
+
+export type RecordNodeResult = {
+  type: 'RecordNodeResult';
+  data: Fence & { kind: NodeResultKind; nodeId: string; output?: unknown; error?: ExecutionError; reason?: string };
+  metadata: CommandMetadata;
+};
+
+export type AttemptOutcome = 'succeeded' | 'failed' | 'cancelled';
+
+export type CompleteAttempt = {
+  type: 'CompleteAttempt';
+  data: Fence & {
+    outcome: AttemptOutcome;
+    output?: unknown;
+    error?: ExecutionError;
+    /** Id for the retry attempt, used only if the policy schedules one. */
+    nextAttemptId: string;
+    /** Uniform in [0, 1): spreads retry backoff. */
+    jitter: number;
+  };
+  metadata: CommandMetadata;
+};
+
+export type TimeOutAttempt = {
+  type: 'TimeOutAttempt';
+  data: { attemptId: string; nextAttemptId: string; jitter: number };
+  metadata: CommandMetadata;
+};
+
+export type RequestCancel = {
+  type: 'RequestCancel';
+  data: { reason: string | null };
+  metadata: CommandMetadata;
+};
+
+export type RequestRedrive = {
+  type: 'RequestRedrive';
+  data: { redriveId: string; idempotencyKey: string; fingerprint: string; attemptId: string };
+  metadata: CommandMetadata;
+};
+
+export type ExecutionCommand =
+  | StartExecution
+  | ClaimAttempt
+  | Heartbeat
+  | RecordNodeResult
+  | CompleteAttempt
+  | TimeOutAttempt
+  | RequestCancel
+  | RequestRedrive;

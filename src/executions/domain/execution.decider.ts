@@ -1,0 +1,333 @@
+import { IdempotencyConflictError, InvalidStateError, LeaseExpiredError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
+import type { Decider } from '../../core/decider.js';
+import type {
+  ClaimAttempt,
+  CompleteAttempt,
+  ExecutionCommand,
+  Fence,
+  Heartbeat,
+  RecordNodeResult,
+  RequestCancel,
+  RequestRedrive,
+  StartExecution,
+  TimeOutAttempt,
+} from './execution.commands.js';
+import type { ExecutionError, ExecutionEvent } from './execution.events.js';
+import { type Attempt, type ExecutionState, type StartedExecution, currentAttempt, evolve, initialState, isFinal } from './execution.state.js';
+import { backoffMs, shouldRetry } from './retry-policy.js';
+
+const iso = (d: Date) => d.toISOString();
+const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
+
+function started(state: ExecutionState): StartedExecution {
+  if (state.status === 'not_started') throw new NotFoundError('execution not found');
+  return state;
+}
+
+function startExecution(command: StartExecution, state: ExecutionState): ExecutionEvent[] {
+  const { data, metadata } = command;
+  if (state.status !== 'not_started') {
+    // Promise 2: the same key and body is a replay (no new fact); another body is a conflict.
+    const previous = state.startIdempotency;
+    if (data.idempotency && previous?.key === data.idempotency.key) {
+      if (previous.fingerprint === data.idempotency.fingerprint) return [];
+      throw new IdempotencyConflictError('this Idempotency-Key was used with a different request');
+    }
+    throw new InvalidStateError('execution already exists');
+  }
+  const queueMs = data.workflow.graph.timeouts.queueMs;
+  return [
+    {
+      type: 'ExecutionStarted',
+      data: {
+        executionId: data.executionId,
+        workspaceId: data.workspaceId,
+        workflow: data.workflow,
+        input: data.input,
+        idempotencyKey: data.idempotency?.key ?? null,
+        requestFingerprint: data.idempotency?.fingerprint ?? null,
+        startedBy: metadata.actor,
+        startedAt: iso(metadata.now),
+      },
+    },
+    {
+      type: 'AttemptScheduled',
+      data: {
+        attemptId: data.attemptId,
+        attemptNumber: 1,
+        reason: 'start',
+        notBefore: iso(metadata.now),
+        queueDeadline: plus(metadata.now, queueMs),
+        scheduledAt: iso(metadata.now),
+      },
+    },
+  ];
+}
+
+function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEvent[] {
+  const s = started(state);
+  const { attemptId, workerId } = command.data;
+  const now = command.metadata.now;
+  const attempt = currentAttempt(s);
+  if (!attempt || attempt.attemptId !== attemptId) throw new StaleAttemptError('attempt is not the current attempt', { attemptId });
+  if (attempt.status === 'running') {
+    // A claim whose answer was lost is asked again by the same worker: same claim, no new fact.
+    if (attempt.workerId === workerId) {
+      if (now.getTime() >= Date.parse(attempt.leaseExpiresAt!)) throw new LeaseExpiredError('lease expired', { attemptId });
+      return [];
+    }
+    throw new StaleAttemptError('attempt is claimed by another worker', { attemptId });
+  }
+  if (attempt.status !== 'queued') throw new StaleAttemptError(`attempt is ${attempt.status}`, { attemptId });
+  if (now.getTime() < Date.parse(attempt.notBefore)) throw new StaleAttemptError('attempt is not due yet', { attemptId, notBefore: attempt.notBefore });
+  // Promise 4: nobody may claim after the queue deadline, whether or not the watchdog ran.
+  if (now.getTime() >= Date.parse(attempt.queueDeadline)) {
+    throw new StaleAttemptError('attempt queue deadline passed', { attemptId, queueDeadline: attempt.queueDeadline });
+  }
+  return [
+    {
+      type: 'AttemptClaimed',
+      data: {
+        attemptId,
+        workerId,
+        fencingToken: s.lastFencingToken + 1,
+        leaseExpiresAt: plus(now, s.workflow.graph.timeouts.leaseMs),
+        claimedAt: iso(now),
+      },
+    },
+  ];
+}
+
+/**
+ * Promise 3 and 4: only the current claim (attempt + worker + fencing token) may act, and only
+ * before its lease expires — checked here, on every command, not left to the watchdog.
+ */
+function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): Attempt {
+  const attempt = currentAttempt(s);
+  const holds =
+    attempt !== undefined &&
+    attempt.attemptId === fence.attemptId &&
+    attempt.status === 'running' &&
+    attempt.workerId === fence.workerId &&
+    attempt.fencingToken === fence.fencingToken;
+  if (!holds) {
+    // Promise 4: a claim whose lease ran out is told so, whether or not the watchdog has run yet.
+    const own = s.attempts.find((a) => a.attemptId === fence.attemptId);
+    if (own?.status === 'timed_out' && isSameClaim(s, fence)) {
+      throw new LeaseExpiredError('lease expired', { attemptId: fence.attemptId, leaseExpiresAt: own.leaseExpiresAt });
+    }
+    throw new StaleAttemptError('not the current claim of this attempt', { attemptId: fence.attemptId });
+  }
+  if (now.getTime() >= Date.parse(attempt.leaseExpiresAt!)) {
+    throw new LeaseExpiredError('lease expired', { attemptId: fence.attemptId, leaseExpiresAt: attempt.leaseExpiresAt });
+  }
+  return attempt;
+}
+
+function heartbeat(command: Heartbeat, state: ExecutionState): ExecutionEvent[] {
+  const s = started(state);
+  const now = command.metadata.now;
+  requireLiveClaim(s, command.data, now);
+  return [
+    { type: 'LeaseExtended', data: { attemptId: command.data.attemptId, leaseExpiresAt: plus(now, s.workflow.graph.timeouts.leaseMs), extendedAt: iso(now) } },
+  ];
+}
+
+function recordNodeResult(command: RecordNodeResult, state: ExecutionState): ExecutionEvent[] {
+  const s = started(state);
+  const { data, metadata } = command;
+  const at = iso(metadata.now);
+  if (!s.workflow.graph.nodes.some((n) => n.id === data.nodeId)) throw new InvalidStateError(`unknown node ${data.nodeId}`);
+  const previous = s.nodes[data.nodeId];
+  const target = { node_started: 'running', node_succeeded: 'succeeded', node_failed: 'failed', node_skipped: 'skipped' }[data.kind];
+  // A redelivered result of the same claim is already recorded: nothing new to say. A start
+  // redelivered after the node succeeded must not rewind it (its output is what a resume reuses).
+  const recorded = previous?.attemptId === data.attemptId && (previous.status === target || (data.kind === 'node_started' && previous.status === 'succeeded'));
+  if (recorded && isSameClaim(s, data)) return [];
+  requireLiveClaim(s, data, metadata.now);
+  if (previous?.status === 'succeeded' && previous.attemptId !== data.attemptId) {
+    throw new InvalidStateError(`node ${data.nodeId} already succeeded in an earlier attempt`);
+  }
+  const base = { attemptId: data.attemptId, nodeId: data.nodeId, at };
+  switch (data.kind) {
+    case 'node_started':
+      return [{ type: 'NodeStarted', data: base }];
+    case 'node_succeeded':
+      return [{ type: 'NodeSucceeded', data: { ...base, output: data.output ?? null } }];
+    case 'node_failed':
+      return [{ type: 'NodeFailed', data: { ...base, error: data.error ?? { code: 'node_failed', message: 'node failed' } } }];
+    case 'node_skipped':
+      return [{ type: 'NodeSkipped', data: { ...base, reason: data.reason ?? 'predecessor did not succeed' } }];
+  }
+}
+
+function isSameClaim(s: StartedExecution, fence: Fence): boolean {
+  const attempt = s.attempts.find((a) => a.attemptId === fence.attemptId);
+  return attempt?.workerId === fence.workerId && attempt.fencingToken === fence.fencingToken;
+}
+
+const OUTCOME_STATUS = { succeeded: 'succeeded', failed: 'failed', cancelled: 'cancelled' } as const;
+
+function completeAttempt(command: CompleteAttempt, state: ExecutionState): ExecutionEvent[] {
+  const s = started(state);
+  const { data, metadata } = command;
+  const now = metadata.now;
+  const at = iso(now);
+  const done = s.attempts.find((a) => a.attemptId === data.attemptId);
+  // The same completion delivered twice (lost reply, redelivered message) is a replay.
+  if (done && done.status === OUTCOME_STATUS[data.outcome] && isSameClaim(s, data)) return [];
+  requireLiveClaim(s, data, now);
+  switch (data.outcome) {
+    case 'succeeded':
+      return [
+        { type: 'AttemptSucceeded', data: { attemptId: data.attemptId, output: data.output ?? null, at } },
+        { type: 'ExecutionSucceeded', data: { output: data.output ?? null, at } },
+      ];
+    case 'cancelled':
+      if (!s.cancelRequest) throw new InvalidStateError('cancellation was not requested');
+      return [
+        { type: 'AttemptCancelled', data: { attemptId: data.attemptId, at } },
+        { type: 'ExecutionCancelled', data: { reason: s.cancelRequest.reason, at } },
+      ];
+    case 'failed': {
+      const error: ExecutionError = data.error ?? { code: 'attempt_failed', message: 'attempt failed' };
+      return [
+        { type: 'AttemptFailed', data: { attemptId: data.attemptId, error, at } },
+        ...afterAttemptEnded(s, error, 'failed', data.nextAttemptId, data.jitter, now),
+      ];
+    }
+  }
+}
+
+/** Next step once an attempt ended badly: retry by policy, or end the execution. */
+function afterAttemptEnded(
+  s: StartedExecution,
+  error: ExecutionError | null,
+  ending: 'failed' | 'timed_out',
+  nextAttemptId: string,
+  jitter: number,
+  now: Date,
+): ExecutionEvent[] {
+  const at = iso(now);
+  if (s.cancelRequest) return [{ type: 'ExecutionCancelled', data: { reason: s.cancelRequest.reason, at } }];
+  const policy = s.workflow.graph.retry;
+  if (shouldRetry(policy, s.attemptsInRun, error)) {
+    const notBefore = new Date(now.getTime() + backoffMs(policy, s.attemptsInRun, jitter));
+    const last = currentAttempt(s)!;
+    return [
+      {
+        type: 'AttemptScheduled',
+        data: {
+          attemptId: nextAttemptId,
+          attemptNumber: last.attemptNumber + 1,
+          reason: 'retry',
+          notBefore: notBefore.toISOString(),
+          queueDeadline: plus(notBefore, s.workflow.graph.timeouts.queueMs),
+          scheduledAt: at,
+        },
+      },
+    ];
+  }
+  if (ending === 'timed_out') return [{ type: 'ExecutionTimedOut', data: { reason: 'attempt timed out and no retry is left', at } }];
+  return [{ type: 'ExecutionFailed', data: { error: error!, at } }];
+}
+
+function timeOutAttempt(command: TimeOutAttempt, state: ExecutionState): ExecutionEvent[] {
+  const s = started(state);
+  const { data, metadata } = command;
+  const now = metadata.now;
+  const attempt = currentAttempt(s);
+  if (!attempt || attempt.attemptId !== data.attemptId) throw new StaleAttemptError('attempt is not the current attempt', { attemptId: data.attemptId });
+  let reason: 'lease_expired' | 'queue_deadline';
+  let deadline: string;
+  if (attempt.status === 'running') [reason, deadline] = ['lease_expired', attempt.leaseExpiresAt!];
+  else if (attempt.status === 'queued') [reason, deadline] = ['queue_deadline', attempt.queueDeadline];
+  else throw new StaleAttemptError(`attempt is ${attempt.status}`, { attemptId: data.attemptId });
+  // A heartbeat that won the race moved the deadline: the attempt stays alive.
+  if (now.getTime() < Date.parse(deadline)) throw new InvalidStateError('deadline has not passed', { attemptId: data.attemptId, deadline });
+  const at = iso(now);
+  return [
+    { type: 'AttemptTimedOut', data: { attemptId: data.attemptId, reason, deadline, at } },
+    ...afterAttemptEnded(s, null, 'timed_out', data.nextAttemptId, data.jitter, now),
+  ];
+}
+
+function requestCancel(command: RequestCancel, state: ExecutionState): ExecutionEvent[] {
+  const s = started(state);
+  const at = iso(command.metadata.now);
+  if (s.status === 'cancelled' || s.cancelRequest) return [];
+  if (isFinal(s)) throw new InvalidStateError(`execution already ${s.status}`, { status: s.status });
+  const requested: ExecutionEvent = { type: 'CancelRequested', data: { reason: command.data.reason, requestedBy: command.metadata.actor, at } };
+  const attempt = currentAttempt(s)!;
+  // Promise 7: a queued attempt is cancelled at once; a running one learns it from its next heartbeat.
+  if (attempt.status === 'running') return [requested];
+  const cancelAttempt: ExecutionEvent[] = attempt.status === 'queued' ? [{ type: 'AttemptCancelled', data: { attemptId: attempt.attemptId, at } }] : [];
+  return [requested, ...cancelAttempt, { type: 'ExecutionCancelled', data: { reason: command.data.reason, at } }];
+}
+
+const REDRIVABLE = ['failed', 'timed_out', 'cancelled'];
+
+function requestRedrive(command: RequestRedrive, state: ExecutionState): ExecutionEvent[] {
+  const s = started(state);
+  const { data, metadata } = command;
+  const previous = s.redrives[data.idempotencyKey];
+  if (previous) {
+    if (previous.fingerprint === data.fingerprint) return [];
+    throw new IdempotencyConflictError('this Idempotency-Key was used with a different request');
+  }
+  if (!REDRIVABLE.includes(s.status)) throw new InvalidStateError(`cannot redrive an execution that is ${s.status}`, { status: s.status });
+  const at = iso(metadata.now);
+  const attemptNumber = currentAttempt(s)!.attemptNumber + 1;
+  return [
+    {
+      type: 'RedriveRequested',
+      data: {
+        redriveId: data.redriveId,
+        idempotencyKey: data.idempotencyKey,
+        requestFingerprint: data.fingerprint,
+        attemptId: data.attemptId,
+        attemptNumber,
+        requestedBy: metadata.actor,
+        at,
+      },
+    },
+    {
+      type: 'AttemptScheduled',
+      data: {
+        attemptId: data.attemptId,
+        attemptNumber,
+        reason: 'redrive',
+        notBefore: at,
+        queueDeadline: plus(metadata.now, s.workflow.graph.timeouts.queueMs),
+        scheduledAt: at,
+      },
+    },
+  ];
+}
+
+export function decide(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
+  switch (command.type) {
+    case 'StartExecution':
+      return startExecution(command, state);
+    case 'ClaimAttempt':
+      return claimAttempt(command, state);
+    case 'Heartbeat':
+      return heartbeat(command, state);
+    case 'RecordNodeResult':
+      return recordNodeResult(command, state);
+    case 'CompleteAttempt':
+      return completeAttempt(command, state);
+    case 'TimeOutAttempt':
+      return timeOutAttempt(command, state);
+    case 'RequestCancel':
+      return requestCancel(command, state);
+    case 'RequestRedrive':
+      return requestRedrive(command, state);
+    default: {
+      const unknown: never = command;
+      throw new Error(`unknown command ${(unknown as { type: string }).type}`);
+    }
+  }
+}
+
+export const executionDecider: Decider<ExecutionCommand, ExecutionEvent, ExecutionState> = { decide, evolve, initialState };

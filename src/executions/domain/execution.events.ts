@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import type { DomainEvent } from '../../core/decider.js';
+
+/**
+ * Facts of one execution stream (`execution-<executionId>`). Every event payload is checked
+ * with these schemas when read back from the store; times are ISO-8601 strings.
+ */
+const isoTime = z.iso.datetime({ offset: true });
+const json = z.unknown();
+
+export const executionErrorSchema = z.object({
+  code: z.string().min(1).max(128),
+  message: z.string().max(4096),
+  /** False when the failure must not be retried whatever the policy says. */
+  retryable: z.boolean().optional(),
+});
+export type ExecutionError = z.infer<typeof executionErrorSchema>;
+
+export const retryPolicySchema = z.object({
+  maxAttempts: z.number().int().min(1),
+  initialIntervalMs: z.number().int().min(0),
+  backoffCoefficient: z.number().min(1),
+  maxIntervalMs: z.number().int().min(0),
+  nonRetryable: z.array(z.string()),
+});
+export type RetryPolicy = z.infer<typeof retryPolicySchema>;
+
+export const timeoutsSchema = z.object({
+  queueMs: z.number().int().min(1),
+  leaseMs: z.number().int().min(1),
+  executionMs: z.number().int().min(1),
+});
+export type Timeouts = z.infer<typeof timeoutsSchema>;
+
+/** The graph revision an execution runs, snapshotted into its first event. */
+export const workflowSnapshotSchema = z.object({
+  workflowId: z.string(),
+  name: z.string(),
+  revision: z.number().int().min(1),
+  digest: z.string(),
+  graph: z.object({
+    nodes: z.array(z.looseObject({ id: z.string(), type: z.string() })),
+    edges: z.array(z.object({ from: z.string(), to: z.string() })),
+    retry: retryPolicySchema,
+    timeouts: timeoutsSchema,
+  }).loose(),
+});
+export type WorkflowSnapshot = z.infer<typeof workflowSnapshotSchema>;
+
+const attemptReason = z.enum(['start', 'retry', 'redrive']);
+export type AttemptReason = z.infer<typeof attemptReason>;
+
+export const executionEventSchemas = {
+  ExecutionStarted: z.object({
+    executionId: z.string(),
+    workspaceId: z.string(),
+    workflow: workflowSnapshotSchema,
+    input: z.record(z.string(), json),
+    idempotencyKey: z.string().nullable(),
+    requestFingerprint: z.string().nullable(),
+    startedBy: z.string(),
+    startedAt: isoTime,
+  }),
+  AttemptScheduled: z.object({
+    attemptId: z.string(),
+    attemptNumber: z.number().int().min(1),
+    reason: attemptReason,
+    notBefore: isoTime,
+    queueDeadline: isoTime,
+    scheduledAt: isoTime,
+  }),
+  AttemptClaimed: z.object({
+    attemptId: z.string(),
+    workerId: z.string(),
+    fencingToken: z.number().int().min(1),
+    leaseExpiresAt: isoTime,
+    claimedAt: isoTime,
+  }),
+  LeaseExtended: z.object({ attemptId: z.string(), leaseExpiresAt: isoTime, extendedAt: isoTime }),
+  NodeStarted: z.object({ attemptId: z.string(), nodeId: z.string(), at: isoTime }),
+  NodeSucceeded: z.object({ attemptId: z.string(), nodeId: z.string(), output: json, at: isoTime }),
+  NodeFailed: z.object({ attemptId: z.string(), nodeId: z.string(), error: executionErrorSchema, at: isoTime }),
+  NodeSkipped: z.object({ attemptId: z.string(), nodeId: z.string(), reason: z.string(), at: isoTime }),
+  AttemptSucceeded: z.object({ attemptId: z.string(), output: json, at: isoTime }),
+  AttemptFailed: z.object({ attemptId: z.string(), error: executionErrorSchema, at: isoTime }),
+  AttemptTimedOut: z.object({
+    attemptId: z.string(),
+    reason: z.enum(['lease_expired', 'queue_deadline']),
+    deadline: isoTime,
+    at: isoTime,
+  }),
+  AttemptCancelled: z.object({ attemptId: z.string(), at: isoTime }),
+  CancelRequested: z.object({ reason: z.string().nullable(), requestedBy: z.string(), at: isoTime }),
+  RedriveRequested: z.object({
+    redriveId: z.string(),
+    idempotencyKey: z.string(),
+    requestFingerprint: z.string(),
+    attemptId: z.string(),
+    attemptNumber: z.number().int().min(1),
+    requestedBy: z.string(),
+    at: isoTime,
+  }),
+  ExecutionSucceeded: z.object({ output: json, at: isoTime }),
+  ExecutionFailed: z.object({ error: executionErrorSchema, at: isoTime }),
+  ExecutionTimedOut: z.object({ reason: z.string(), at: isoTime }),
+  ExecutionCancelled: z.object({ reason: z.string().nullable(), at: isoTime }),
+} as const;
+
+type Schemas = typeof executionEventSchemas;
+export type ExecutionEventType = keyof Schemas;
+export type ExecutionEventOf<T extends ExecutionEventType> = DomainEvent<T, z.infer<Schemas[T]>>;
+export type ExecutionEvent = { [T in ExecutionEventType]: ExecutionEventOf<T> }[ExecutionEventType];
+
+export const EXECUTION_EVENT_TYPES = Object.keys(executionEventSchemas) as ExecutionEventType[];

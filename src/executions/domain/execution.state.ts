@@ -1,0 +1,231 @@
+import type { AttemptReason, ExecutionError, ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
+
+export type AttemptStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+
+export interface Attempt {
+  attemptId: string;
+  attemptNumber: number;
+  reason: AttemptReason;
+  status: AttemptStatus;
+  scheduledAt: string;
+  notBefore: string;
+  queueDeadline: string;
+  workerId: string | null;
+  fencingToken: number | null;
+  claimedAt: string | null;
+  leaseExpiresAt: string | null;
+  endedAt: string | null;
+  output?: unknown;
+  error?: ExecutionError;
+}
+
+export type NodeStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
+
+export interface NodeRecord {
+  nodeId: string;
+  attemptId: string;
+  status: NodeStatus;
+  startedAt: string | null;
+  endedAt: string | null;
+  output?: unknown;
+  error?: ExecutionError;
+  reason?: string;
+}
+
+export interface RedriveRecord {
+  redriveId: string;
+  fingerprint: string;
+  attemptId: string;
+  attemptNumber: number;
+}
+
+interface ExecutionFields {
+  executionId: string;
+  workspaceId: string;
+  workflow: WorkflowSnapshot;
+  input: Record<string, unknown>;
+  startIdempotency: { key: string; fingerprint: string } | null;
+  startedBy: string;
+  startedAt: string;
+  updatedAt: string;
+  attempts: Attempt[];
+  /** Attempts since the start or the last redrive: what the retry policy counts. */
+  attemptsInRun: number;
+  nodes: Record<string, NodeRecord>;
+  cancelRequest: { reason: string | null; requestedBy: string; at: string } | null;
+  redrives: Record<string, RedriveRecord>;
+  /** Last fencing token handed out; every claim gets a larger one. */
+  lastFencingToken: number;
+  endedAt: string | null;
+  output?: unknown;
+  error?: ExecutionError;
+  endReason?: string | null;
+}
+
+export type ActiveStatus = 'queued' | 'running';
+export type FinalStatus = 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+
+export type ExecutionState =
+  | { status: 'not_started' }
+  | (ExecutionFields & { status: ActiveStatus })
+  | (ExecutionFields & { status: FinalStatus });
+
+export type StartedExecution = Exclude<ExecutionState, { status: 'not_started' }>;
+
+export const FINAL_STATUSES: readonly FinalStatus[] = ['succeeded', 'failed', 'timed_out', 'cancelled'];
+
+export function isFinal(state: ExecutionState): state is ExecutionFields & { status: FinalStatus } {
+  return (FINAL_STATUSES as readonly string[]).includes(state.status);
+}
+
+export const initialState = (): ExecutionState => ({ status: 'not_started' });
+
+export function currentAttempt(state: StartedExecution): Attempt | undefined {
+  return state.attempts[state.attempts.length - 1];
+}
+
+function withAttempt(state: StartedExecution, attemptId: string, change: (a: Attempt) => Attempt): Attempt[] {
+  return state.attempts.map((a) => (a.attemptId === attemptId ? change(a) : a));
+}
+
+/** Folds one fact into state. Never reads a clock or makes ids: everything comes from the event. */
+export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionState {
+  if (event.type === 'ExecutionStarted') {
+    const d = event.data;
+    return {
+      status: 'queued',
+      executionId: d.executionId,
+      workspaceId: d.workspaceId,
+      workflow: d.workflow,
+      input: d.input,
+      startIdempotency: d.idempotencyKey && d.requestFingerprint ? { key: d.idempotencyKey, fingerprint: d.requestFingerprint } : null,
+      startedBy: d.startedBy,
+      startedAt: d.startedAt,
+      updatedAt: d.startedAt,
+      attempts: [],
+      attemptsInRun: 0,
+      nodes: {},
+      cancelRequest: null,
+      redrives: {},
+      lastFencingToken: 0,
+      endedAt: null,
+    };
+  }
+  if (state.status === 'not_started') return state;
+  const s: StartedExecution = state;
+  switch (event.type) {
+    case 'AttemptScheduled': {
+      const d = event.data;
+      const attempt: Attempt = {
+        attemptId: d.attemptId,
+        attemptNumber: d.attemptNumber,
+        reason: d.reason,
+        status: 'queued',
+        scheduledAt: d.scheduledAt,
+        notBefore: d.notBefore,
+        queueDeadline: d.queueDeadline,
+        workerId: null,
+        fencingToken: null,
+        claimedAt: null,
+        leaseExpiresAt: null,
+        endedAt: null,
+      };
+      return { ...s, status: 'queued', attempts: [...s.attempts, attempt], attemptsInRun: s.attemptsInRun + 1, updatedAt: d.scheduledAt };
+    }
+    case 'AttemptClaimed': {
+      const d = event.data;
+      return {
+        ...s,
+        status: 'running',
+        lastFencingToken: d.fencingToken,
+        updatedAt: d.claimedAt,
+        attempts: withAttempt(s, d.attemptId, (a) => ({
+          ...a,
+          status: 'running',
+          workerId: d.workerId,
+          fencingToken: d.fencingToken,
+          claimedAt: d.claimedAt,
+          leaseExpiresAt: d.leaseExpiresAt,
+        })),
+      };
+    }
+    case 'LeaseExtended':
+      return {
+        ...s,
+        updatedAt: event.data.extendedAt,
+        attempts: withAttempt(s, event.data.attemptId, (a) => ({ ...a, leaseExpiresAt: event.data.leaseExpiresAt })),
+      };
+    case 'NodeStarted':
+    case 'NodeSucceeded':
+    case 'NodeFailed':
+    case 'NodeSkipped':
+      return { ...s, updatedAt: event.data.at, nodes: { ...s.nodes, [event.data.nodeId]: nodeRecord(s.nodes[event.data.nodeId], event) } };
+    case 'AttemptSucceeded':
+      return endAttempt(s, event.data.attemptId, 'succeeded', event.data.at, { output: event.data.output });
+    case 'AttemptFailed':
+      return endAttempt(s, event.data.attemptId, 'failed', event.data.at, { error: event.data.error });
+    case 'AttemptTimedOut':
+      return endAttempt(s, event.data.attemptId, 'timed_out', event.data.at, {});
+    case 'AttemptCancelled':
+      return endAttempt(s, event.data.attemptId, 'cancelled', event.data.at, {});
+    case 'CancelRequested':
+      return { ...s, updatedAt: event.data.at, cancelRequest: { ...event.data } };
+    case 'RedriveRequested': {
+      const d = event.data;
+      return {
+        ...s,
+        updatedAt: d.at,
+        cancelRequest: null,
+        attemptsInRun: 0,
+        endedAt: null,
+        output: undefined,
+        error: undefined,
+        endReason: undefined,
+        redrives: {
+          ...s.redrives,
+          [d.idempotencyKey]: { redriveId: d.redriveId, fingerprint: d.requestFingerprint, attemptId: d.attemptId, attemptNumber: d.attemptNumber },
+        },
+      };
+    }
+    case 'ExecutionSucceeded':
+      return { ...s, status: 'succeeded', output: event.data.output, endedAt: event.data.at, updatedAt: event.data.at };
+    case 'ExecutionFailed':
+      return { ...s, status: 'failed', error: event.data.error, endedAt: event.data.at, updatedAt: event.data.at };
+    case 'ExecutionTimedOut':
+      return { ...s, status: 'timed_out', endReason: event.data.reason, endedAt: event.data.at, updatedAt: event.data.at };
+    case 'ExecutionCancelled':
+      return { ...s, status: 'cancelled', endReason: event.data.reason, endedAt: event.data.at, updatedAt: event.data.at };
+    default: {
+      const unknown: never = event;
+      return unknown;
+    }
+  }
+}
+
+function endAttempt(
+  s: StartedExecution,
+  attemptId: string,
+  status: AttemptStatus,
+  at: string,
+  extra: Pick<Attempt, 'output' | 'error'>,
+): StartedExecution {
+  return { ...s, updatedAt: at, attempts: withAttempt(s, attemptId, (a) => ({ ...a, ...extra, status, endedAt: at })) };
+}
+
+function nodeRecord(
+  previous: NodeRecord | undefined,
+  event: Extract<ExecutionEvent, { type: 'NodeStarted' | 'NodeSucceeded' | 'NodeFailed' | 'NodeSkipped' }>,
+): NodeRecord {
+  const { attemptId, nodeId, at } = event.data;
+  const startedAt = previous?.attemptId === attemptId ? previous.startedAt : null;
+  switch (event.type) {
+    case 'NodeStarted':
+      return { nodeId, attemptId, status: 'running', startedAt: at, endedAt: null };
+    case 'NodeSucceeded':
+      return { nodeId, attemptId, status: 'succeeded', startedAt, endedAt: at, output: event.data.output };
+    case 'NodeFailed':
+      return { nodeId, attemptId, status: 'failed', startedAt, endedAt: at, error: event.data.error };
+    case 'NodeSkipped':
+      return { nodeId, attemptId, status: 'skipped', startedAt, endedAt: at, reason: event.data.reason };
+  }
+}

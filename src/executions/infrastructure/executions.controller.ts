@@ -1,0 +1,64 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import type { Principal } from '../../auth/authorization.js';
+import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
+import { parseId, parseName } from '../../http/validation.js';
+import { ExecutionQueries } from '../application/execution.queries.js';
+import { OperatorCommandsHandler } from '../application/operator-commands.handler.js';
+import { StartExecutionHandler } from '../application/start-execution.handler.js';
+
+@Controller('v1')
+export class ExecutionsController {
+  constructor(
+    private readonly start: StartExecutionHandler,
+    private readonly operator: OperatorCommandsHandler,
+    private readonly queries: ExecutionQueries,
+  ) {}
+
+  @Post('workspaces/:workspaceId/workflows/:name/executions')
+  async startExecution(
+    @CurrentPrincipal() principal: Principal,
+    @Param('workspaceId') workspaceId: string,
+    @Param('name') name: string,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const result = await this.start.execute({
+      principal,
+      workspaceId: parseName(workspaceId, 'workspaceId'),
+      workflowName: parseName(name, 'name'),
+      idempotencyKey,
+      body,
+    });
+    res.status(result.replayed ? 200 : 201);
+    return result.body;
+  }
+
+  @Get('executions/:executionId')
+  get(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string) {
+    return this.queries.get(principal, parseId(executionId, 'executionId'));
+  }
+
+  @Get('executions/:executionId/history')
+  history(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string, @Query() query: unknown) {
+    return this.queries.history(principal, parseId(executionId, 'executionId'), query);
+  }
+
+  @Post('executions/:executionId/cancel')
+  @HttpCode(202)
+  cancel(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string, @Body() body: unknown) {
+    return this.operator.cancel(principal, parseId(executionId, 'executionId'), body);
+  }
+
+  @Post('executions/:executionId/redrive')
+  @HttpCode(202)
+  redrive(
+    @CurrentPrincipal() principal: Principal,
+    @Param('executionId') executionId: string,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() body: unknown,
+  ) {
+    return this.operator.redrive(principal, parseId(executionId, 'executionId'), idempotencyKey, body);
+  }
+}

@@ -1,0 +1,15 @@
+import { DomainError } from '../core/errors.js';
+
+/** A request body over FLOSTRA_MAX_BODY_BYTES. HTTP 413. */
+export class PayloadTooLargeError extends DomainError {
+  constructor(limitBytes: number) {
+    super('payload_too_large', `the request body exceeds the limit of ${limitBytes} bytes`, { limitBytes });
+  }
+}
+
+/** A request body that is not JSON (or not in UTF-8). HTTP 415. */
+export class UnsupportedMediaTypeError extends DomainError {
+  constructor(message: string) {
+    super('unsupported_media_type', message);
+  }
+}

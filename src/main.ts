@@ -1,0 +1,54 @@
+import 'reflect-metadata';
+import { ConfigError, isEmbedded, loadConfig } from './config/config.js';
+import { systemClock } from './core/clock.port.js';
+import { randomIds } from './core/ids.js';
+import { createLogger } from './core/logger.js';
+import { loadTokens } from './auth/tokens.loader.js';
+import { createApp } from './app/create-app.js';
+import { openInfrastructure } from './app/infrastructure.js';
+import { PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
+import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
+import { printBanner } from './app/banner.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`flostra: invalid configuration: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger({ level: config.logLevel });
+  const { registry, devTokens } = await loadTokens(config);
+  const infra = await openInfrastructure(config, logger);
+  const app = await createApp({ config, store: infra.store, clock: systemClock, ids: randomIds, logger, registry });
+
+  if (isEmbedded(config) && devTokens) {
+    await app.get(PublishWorkflowHandler).execute({ workspaceId: devTokens.workspace, name: DEMO_WORKFLOW_NAME, body: demoWorkflow, actor: 'flostra' });
+  }
+  await app.listen(config.port, config.host);
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  printBanner({ url: `http://${host}:${port}`, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal });
+    await app.close();
+    await infra.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`flostra: failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

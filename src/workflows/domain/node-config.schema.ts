@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { MAX_EXPRESSION_BYTES, ONE_DAY_MS } from './workflow-graph.limits.js';
+
+/** Per-type configuration of a node. Only shape is checked here; workers interpret it. */
+
+const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
+
+export const noopConfigSchema = z.strictObject({});
+
+export const delayConfigSchema = z.strictObject({
+  ms: z.number().int().min(0).max(ONE_DAY_MS),
+});
+
+/** A JSONata expression over the node's input, evaluated by the worker (never `eval`). */
+export const transformConfigSchema = z.strictObject({
+  expression: z
+    .string()
+    .refine((text) => text.trim().length > 0, 'an expression is required')
+    .refine((text) => utf8Bytes(text) <= MAX_EXPRESSION_BYTES, `an expression is at most ${MAX_EXPRESSION_BYTES} bytes`),
+});
+
+// RFC 9110 token characters; CR/LF in a value would let a graph inject extra headers.
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/, 'not a valid header name');
+const headerValue = z.string().max(8192).regex(/^[^\r\n\0]*$/, 'header values cannot contain CR, LF or NUL');
+
+export const httpConfigSchema = z.strictObject({
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+  url: z.url({ protocol: /^https?$/, error: 'an absolute http(s) URL is required' }).max(2048),
+  headers: z.record(headerName, headerValue).optional(),
+  body: z.json().optional(),
+  /** Upper bound of one request; the worker's egress guard may clamp it further. */
+  timeoutMs: z.number().int().min(1).max(300_000).default(30_000),
+});
+
+export const approvalConfigSchema = z.strictObject({
+  /** What is approved; its digest binds a decision to this exact action. */
+  action: z.json().optional(),
+  approvers: z.array(z.string().min(1).max(256)).max(100).optional(),
+});
+
+/** Fails on purpose: lets tests and users exercise retry policies. */
+export const failConfigSchema = z.strictObject({
+  code: z.string().min(1).max(128).optional(),
+  message: z.string().max(4096).optional(),
+  retryable: z.boolean().default(false),
+});
+
+export type NoopConfig = z.output<typeof noopConfigSchema>;
+export type DelayConfig = z.output<typeof delayConfigSchema>;
+export type TransformConfig = z.output<typeof transformConfigSchema>;
+export type HttpConfig = z.output<typeof httpConfigSchema>;
+export type ApprovalConfig = z.output<typeof approvalConfigSchema>;
+export type FailConfig = z.output<typeof failConfigSchema>;

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { PublishWorkflowHandler } from './application/publish-workflow.handler.js';
+import { WorkflowQueries } from './application/workflow.queries.js';
+import { WorkflowsController } from './infrastructure/workflows.controller.js';
+
+@Module({
+  controllers: [WorkflowsController],
+  providers: [PublishWorkflowHandler, WorkflowQueries],
+  exports: [WorkflowQueries, PublishWorkflowHandler],
+})
+export class WorkflowsModule {}
