@@ -137,7 +137,6 @@ function recordNodeResult(command: RecordNodeResult, state: ExecutionState): Exe
   const s = started(state);
   const { data, metadata } = command;
   const at = iso(metadata.now);
-  if (!s.workflow.graph.nodes.some((n) => n.id === data.nodeId)) throw new InvalidStateError(`unknown node ${data.nodeId}`);
   const previous = s.nodes[data.nodeId];
   const target = { node_started: 'running', node_succeeded: 'succeeded', node_failed: 'failed', node_skipped: 'skipped' }[data.kind];
   // A redelivered result of the same claim is already recorded: nothing new to say. A start
@@ -145,8 +144,13 @@ function recordNodeResult(command: RecordNodeResult, state: ExecutionState): Exe
   const recorded = previous?.attemptId === data.attemptId && (previous.status === target || (data.kind === 'node_started' && previous.status === 'succeeded'));
   if (recorded && isSameClaim(s, data)) return [];
   requireLiveClaim(s, data, metadata.now);
+  if (!s.workflow.graph.nodes.some((n) => n.id === data.nodeId)) throw new InvalidStateError(`unknown node ${data.nodeId}`);
   if (previous?.status === 'succeeded' && previous.attemptId !== data.attemptId) {
     throw new InvalidStateError(`node ${data.nodeId} already succeeded in an earlier attempt`);
+  }
+  // Within one attempt a node's final result is final: a contradicting one is a worker bug.
+  if (previous?.attemptId === data.attemptId && previous.status !== 'running' && previous.status !== target) {
+    throw new InvalidStateError(`node ${data.nodeId} already ${previous.status} in this attempt`);
   }
   const base = { attemptId: data.attemptId, nodeId: data.nodeId, at };
   switch (data.kind) {

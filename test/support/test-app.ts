@@ -1,0 +1,78 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { createApp } from '../../src/app/create-app.js';
+import { TokenRegistry } from '../../src/auth/token-registry.js';
+import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
+import { loadConfig } from '../../src/config/config.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import { randomIds } from '../../src/core/ids.js';
+import { createLogger } from '../../src/core/logger.js';
+import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
+import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
+import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
+import { AdjustableClock } from './adjustable-clock.js';
+import { createTestDatabase } from './postgres-server.js';
+
+export type StoreKind = 'pglite' | 'postgres';
+export const STORE_KINDS: StoreKind[] = ['pglite', 'postgres'];
+
+/** Bearer tokens of the test principals: two workspaces, each role, a worker. */
+export const TOKENS = {
+  adminA: 'token-admin-a',
+  editorA: 'token-editor-a',
+  operatorA: 'token-operator-a',
+  viewerA: 'token-viewer-a',
+  adminB: 'token-admin-b',
+  worker: 'token-worker',
+  systemAdmin: 'token-system-admin',
+} as const;
+
+const ENTRIES: TokenEntry[] = [
+  { token: TOKENS.adminA, subject: 'alice', workspaces: { 'ws-a': 'admin' }, global: [] },
+  { token: TOKENS.editorA, subject: 'eve', workspaces: { 'ws-a': 'editor' }, global: [] },
+  { token: TOKENS.operatorA, subject: 'oscar', workspaces: { 'ws-a': 'operator' }, global: [] },
+  { token: TOKENS.viewerA, subject: 'victor', workspaces: { 'ws-a': 'viewer' }, global: [] },
+  { token: TOKENS.adminB, subject: 'bob', workspaces: { 'ws-b': 'admin' }, global: [] },
+  { token: TOKENS.worker, subject: 'worker', workspaces: {}, global: ['worker'] },
+  { token: TOKENS.systemAdmin, subject: 'root', workspaces: {}, global: ['system-admin'] },
+];
+
+export interface TestApp {
+  url: string;
+  store: EventStore;
+  clock: AdjustableClock;
+  app: NestExpressApplication;
+  close(): Promise<void>;
+}
+
+/** Opens a fresh store of the given kind (in-memory PGlite, or a new database on the test server). */
+export async function openTestStore(kind: StoreKind): Promise<{ store: EventStore; close(): Promise<void> }> {
+  if (kind === 'pglite') {
+    const client = await PgliteSqlClient.open();
+    const store = await PostgresEventStore.open(client);
+    return { store, close: async () => { await store.close(); await client.close(); } };
+  }
+  const url = await createTestDatabase('e2e');
+  const store = await PostgresEventStore.open(new PgSqlClient({ connectionString: url, max: 20 }), { closeClient: true });
+  return { store, close: () => store.close() };
+}
+
+/** The whole HTTP application on 127.0.0.1, over a real store, with an adjustable clock. */
+export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}): Promise<TestApp> {
+  const opened = await openTestStore(kind);
+  const clock = new AdjustableClock();
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
+  const logger = createLogger({ level: 'silent' });
+  const app = await createApp({ config, store: opened.store, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES) });
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    store: opened.store,
+    clock,
+    app,
+    async close() {
+      await app.close();
+      await opened.close();
+    },
+  };
+}
