@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
   const { registry, devTokens } = await loadTokens(config);
   const infra = await openInfrastructure(config, logger);
-  const app = await createApp({ config, store: infra.store, clock: systemClock, ids: randomIds, logger, registry });
+  const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, clock: systemClock, ids: randomIds, logger, registry });
 
   if (isEmbedded(config) && devTokens) {
     await app.get(PublishWorkflowHandler).execute({ workspaceId: devTokens.workspace, name: DEMO_WORKFLOW_NAME, body: demoWorkflow, actor: 'flostra' });

@@ -4,6 +4,13 @@ import { CLOCK, type Clock } from '../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
+import type { SqlClient } from '../postgres/sql-client.port.js';
+
+/**
+ * The Postgres that holds read models, checkpoints and other process state (DATABASE_URL; in
+ * embedded mode the same PGlite as the event store).
+ */
+export const READ_MODEL_SQL = Symbol('ReadModelSql');
 
 export interface CoreDependencies {
   config: AppConfig;
@@ -11,6 +18,7 @@ export interface CoreDependencies {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
+  readModelSql: SqlClient;
 }
 
 /** Makes the process's ports injectable everywhere; their lifetimes belong to the bootstrap. */
@@ -24,6 +32,7 @@ export class CoreModule {
       { provide: CLOCK, useValue: deps.clock },
       { provide: ID_GENERATOR, useValue: deps.ids },
       { provide: LOGGER, useValue: deps.logger },
+      { provide: READ_MODEL_SQL, useValue: deps.readModelSql },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

@@ -10,7 +10,10 @@ import type { SqlClient } from '../postgres/sql-client.port.js';
 
 export interface Infrastructure {
   store: EventStore;
+  /** Client of the event store's Postgres (absent for KurrentDB). */
   sql: SqlClient;
+  /** Read models, checkpoints and other process state: DATABASE_URL, else the event store's Postgres. */
+  readModelSql: SqlClient;
   close(): Promise<void>;
 }
 
@@ -35,11 +38,16 @@ export async function openInfrastructure(config: AppConfig, logger: Logger): Pro
   const store = await PostgresEventStore.open(sql, {
     onNotifyError: (error) => log.warn('event wake-up notification failed; subscribers fall back to polling', { error: String(error) }),
   });
+  const readModelSql = config.databaseUrl
+    ? new PgSqlClient({ connectionString: config.databaseUrl, max: 20 }, { onError: (error) => log.warn('read-model postgres connection error', { error: String(error) }) })
+    : sql;
   return {
     store,
     sql,
+    readModelSql,
     async close() {
       await store.close();
+      if (readModelSql !== sql) await readModelSql.close();
       await sql.close();
     },
   };

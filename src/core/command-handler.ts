@@ -12,7 +12,8 @@ export interface HandleCommandOptions<Command, Event extends DomainEvent, State>
   command: Command | ((state: State, history: readonly RecordedEvent[]) => Command);
   /** Id of the n-th event of this decision; deterministic when a retry must not add a second fact. */
   eventId: (index: number, event: Event) => string;
-  metadata?: Record<string, unknown>;
+  /** Envelope metadata of the appended events; a function sees the state after the decision. */
+  metadata?: Record<string, unknown> | ((state: State) => Record<string, unknown>);
   /** How many times to reload and decide again after a revision conflict. */
   maxConflictRetries?: number;
 }
@@ -49,6 +50,7 @@ export async function handleCommand<Command, Event extends DomainEvent, State>(
     const state = events.reduce((s, e) => decider.evolve(s, e), before);
     if (events.length === 0) return { history, before, state, events, appended: null };
     const last = history[history.length - 1];
+    const metadata = typeof options.metadata === 'function' ? options.metadata(state) : options.metadata;
     try {
       const appended = await store.appendToStream(
         streamId,
@@ -56,7 +58,7 @@ export async function handleCommand<Command, Event extends DomainEvent, State>(
           id: options.eventId(index, event),
           type: event.type,
           data: event.data,
-          metadata: options.metadata,
+          metadata,
         })),
         { expectedRevision: last === undefined ? 'no_stream' : last.revision },
       );

@@ -11,6 +11,7 @@ import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
 import { AdjustableClock } from './adjustable-clock.js';
 import { createTestDatabase } from './postgres-server.js';
+import type { SqlClient } from '../../src/postgres/sql-client.port.js';
 
 export type StoreKind = 'pglite' | 'postgres';
 export const STORE_KINDS: StoreKind[] = ['pglite', 'postgres'];
@@ -45,15 +46,16 @@ export interface TestApp {
 }
 
 /** Opens a fresh store of the given kind (in-memory PGlite, or a new database on the test server). */
-export async function openTestStore(kind: StoreKind): Promise<{ store: EventStore; close(): Promise<void> }> {
+export async function openTestStore(kind: StoreKind): Promise<{ store: EventStore; sql: SqlClient; close(): Promise<void> }> {
   if (kind === 'pglite') {
     const client = await PgliteSqlClient.open();
     const store = await PostgresEventStore.open(client);
-    return { store, close: async () => { await store.close(); await client.close(); } };
+    return { store, sql: client, close: async () => { await store.close(); await client.close(); } };
   }
   const url = await createTestDatabase('e2e');
-  const store = await PostgresEventStore.open(new PgSqlClient({ connectionString: url, max: 20 }), { closeClient: true });
-  return { store, close: () => store.close() };
+  const client = new PgSqlClient({ connectionString: url, max: 20 });
+  const store = await PostgresEventStore.open(client);
+  return { store, sql: client, close: async () => { await store.close(); await client.close(); } };
 }
 
 /** The whole HTTP application on 127.0.0.1, over a real store, with an adjustable clock. */
@@ -62,7 +64,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   const clock = new AdjustableClock();
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
   const logger = createLogger({ level: 'silent' });
-  const app = await createApp({ config, store: opened.store, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES) });
+  const app = await createApp({ config, store: opened.store, readModelSql: opened.sql, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES) });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return {

@@ -36,7 +36,12 @@ export class ExecutionRunner {
       parseEvent: parseExecutionEvent,
       command,
       eventId: eventId ?? (() => this.ids.uuid()),
-      metadata: { schemaVersion: EXECUTION_SCHEMA_VERSION },
+      // The owning workspace rides on every event, so readers of the global log can route and
+      // authorize without folding the stream.
+      metadata: (state) => ({
+        schemaVersion: EXECUTION_SCHEMA_VERSION,
+        ...(state.status === 'not_started' ? {} : { workspaceId: state.workspaceId, executionId: state.executionId }),
+      }),
     });
   }
 

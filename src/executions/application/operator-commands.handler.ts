@@ -5,7 +5,7 @@ import { ValidationFailedError } from '../../core/errors.js';
 import { parseBody } from '../../http/validation.js';
 import type { ExecutionState } from '../domain/execution.state.js';
 import { ExecutionRunner, positionOf } from './execution-runner.js';
-import { cancelBodySchema, idempotencyKeySchema, redriveBodySchema } from './request-schemas.js';
+import { approvalBodySchema, cancelBodySchema, idempotencyKeySchema, redriveBodySchema } from './request-schemas.js';
 
 /** Authorization derives from the execution's own workspace (promise 10): 404 when unreadable. */
 function authorizeOperator(principal: Principal, state: ExecutionState): void {
@@ -54,5 +54,25 @@ export class OperatorCommandsHandler {
       outcome.appended?.position ??
       positionOf(outcome.history, (e) => e.type === 'AttemptScheduled' && (e.data as { attemptId: string }).attemptId === record.attemptId);
     return { redriveId: record.redriveId, attemptId: record.attemptId, attemptNumber: record.attemptNumber, position };
+  }
+
+  /** Approve or reject the pending approval of a node; bound to the digest of the action shown. */
+  async decideApproval(principal: Principal, executionId: string, nodeId: string, rawBody: unknown) {
+    const body = parseBody(approvalBodySchema, rawBody);
+    const outcome = await this.runner.run(executionId, (state) => {
+      authorizeOperator(principal, state);
+      return {
+        type: 'DecideApproval',
+        data: { nodeId, decision: body.decision, actionDigest: body.actionDigest, comment: body.comment ?? null, attemptId: this.runner.ids.uuid() },
+        metadata: { now: this.runner.clock.now(), actor: principal.subject },
+      };
+    });
+    const state = outcome.state;
+    if (state.status === 'not_started') throw new Error('unreachable: decider rejects a missing execution');
+    return {
+      status: state.status,
+      decision: body.decision,
+      position: outcome.appended?.position ?? outcome.history[outcome.history.length - 1]!.position,
+    };
   }
 }

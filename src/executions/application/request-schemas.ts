@@ -32,11 +32,19 @@ export const completeBodySchema = z
   .strictObject({
     workerId,
     fencingToken: z.number().int().min(1),
-    outcome: z.enum(['succeeded', 'failed', 'cancelled']),
+    outcome: z.enum(['succeeded', 'failed', 'cancelled', 'suspended']),
     output: z.unknown().optional(),
     error: executionErrorBodySchema.optional(),
+    approval: z.strictObject({ nodeId: z.string().min(1).max(64), action: z.unknown() }).optional(),
   })
-  .refine((b) => b.outcome !== 'failed' || b.error !== undefined, { message: 'error is required when outcome is failed', path: ['error'] });
+  .refine((b) => b.outcome !== 'failed' || b.error !== undefined, { message: 'error is required when outcome is failed', path: ['error'] })
+  .refine((b) => b.outcome !== 'suspended' || b.approval !== undefined, { message: 'approval is required when outcome is suspended', path: ['approval'] });
+
+export const approvalBodySchema = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  actionDigest: z.string().regex(/^[0-9a-f]{64}$/, 'expected the 64-hex sha256 digest shown with the pending approval'),
+  comment: z.string().max(2048).optional(),
+});
 
 export const historyQuerySchema = z.strictObject({
   after: z.string().min(1).max(200).optional(),

@@ -38,7 +38,7 @@ export type RecordNodeResult = {
   metadata: CommandMetadata;
 };
 
-export type AttemptOutcome = 'succeeded' | 'failed' | 'cancelled';
+export type AttemptOutcome = 'succeeded' | 'failed' | 'cancelled' | 'suspended';
 
 export type CompleteAttempt = {
   type: 'CompleteAttempt';
@@ -46,6 +46,8 @@ export type CompleteAttempt = {
     outcome: AttemptOutcome;
     output?: unknown;
     error?: ExecutionError;
+    /** For outcome `suspended`: the approval node reached and the exact action it asks to approve. */
+    approval?: { nodeId: string; action: unknown };
     /** Id for the retry attempt, used only if the policy schedules one. */
     nextAttemptId: string;
     /** Uniform in [0, 1): spreads retry backoff. */
@@ -57,6 +59,13 @@ export type CompleteAttempt = {
 export type TimeOutAttempt = {
   type: 'TimeOutAttempt';
   data: { attemptId: string; nextAttemptId: string; jitter: number };
+  metadata: CommandMetadata;
+};
+
+/** The watchdog's verdict that the execution ran past `timeouts.executionMs`; the decider checks it. */
+export type TimeOutExecution = {
+  type: 'TimeOutExecution';
+  data: Record<string, never>;
   metadata: CommandMetadata;
 };
 
@@ -72,6 +81,20 @@ export type RequestRedrive = {
   metadata: CommandMetadata;
 };
 
+export type DecideApproval = {
+  type: 'DecideApproval';
+  data: {
+    nodeId: string;
+    decision: 'approve' | 'reject';
+    /** Digest of the action the person saw; must still be the pending one. */
+    actionDigest: string;
+    comment: string | null;
+    /** Id of the resume attempt scheduled by an approval. */
+    attemptId: string;
+  };
+  metadata: CommandMetadata;
+};
+
 export type ExecutionCommand =
   | StartExecution
   | ClaimAttempt
@@ -79,5 +102,7 @@ export type ExecutionCommand =
   | RecordNodeResult
   | CompleteAttempt
   | TimeOutAttempt
+  | TimeOutExecution
   | RequestCancel
-  | RequestRedrive;
+  | RequestRedrive
+  | DecideApproval;

@@ -15,6 +15,8 @@ import type {
 import type { ExecutionError, ExecutionEvent } from './execution.events.js';
 import { type Attempt, type ExecutionState, type StartedExecution, currentAttempt, evolve, initialState, isFinal } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
+import { decideApproval, suspendAtApproval } from './decide-approval.js';
+import { timeOutExecution } from './time-out-execution.js';
 
 const iso = (d: Date) => d.toISOString();
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
@@ -170,7 +172,7 @@ function isSameClaim(s: StartedExecution, fence: Fence): boolean {
   return attempt?.workerId === fence.workerId && attempt.fencingToken === fence.fencingToken;
 }
 
-const OUTCOME_STATUS = { succeeded: 'succeeded', failed: 'failed', cancelled: 'cancelled' } as const;
+const OUTCOME_STATUS = { succeeded: 'succeeded', failed: 'failed', cancelled: 'cancelled', suspended: 'suspended' } as const;
 
 function completeAttempt(command: CompleteAttempt, state: ExecutionState): ExecutionEvent[] {
   const s = started(state);
@@ -182,6 +184,8 @@ function completeAttempt(command: CompleteAttempt, state: ExecutionState): Execu
   if (done && done.status === OUTCOME_STATUS[data.outcome] && isSameClaim(s, data)) return [];
   requireLiveClaim(s, data, now);
   switch (data.outcome) {
+    case 'suspended':
+      return suspendAtApproval(s, command);
     case 'succeeded':
       return [
         { type: 'AttemptSucceeded', data: { attemptId: data.attemptId, output: data.output ?? null, at } },
@@ -323,10 +327,14 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
       return completeAttempt(command, state);
     case 'TimeOutAttempt':
       return timeOutAttempt(command, state);
+    case 'TimeOutExecution':
+      return timeOutExecution(started(state), command);
     case 'RequestCancel':
       return requestCancel(command, state);
     case 'RequestRedrive':
       return requestRedrive(command, state);
+    case 'DecideApproval':
+      return decideApproval(started(state), command);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${(unknown as { type: string }).type}`);

@@ -47,7 +47,7 @@ export const workflowSnapshotSchema = z.object({
 });
 export type WorkflowSnapshot = z.infer<typeof workflowSnapshotSchema>;
 
-const attemptReason = z.enum(['start', 'retry', 'redrive']);
+const attemptReason = z.enum(['start', 'retry', 'redrive', 'resume']);
 export type AttemptReason = z.infer<typeof attemptReason>;
 
 export const executionEventSchemas = {
@@ -81,11 +81,17 @@ export const executionEventSchemas = {
   NodeSucceeded: z.object({ attemptId: z.string(), nodeId: z.string(), output: json, at: isoTime }),
   NodeFailed: z.object({ attemptId: z.string(), nodeId: z.string(), error: executionErrorSchema, at: isoTime }),
   NodeSkipped: z.object({ attemptId: z.string(), nodeId: z.string(), reason: z.string(), at: isoTime }),
+  /** An approval node waits for a human decision bound to the digest of this exact action. */
+  NodeAwaitingApproval: z.object({ attemptId: z.string(), nodeId: z.string(), action: json, actionDigest: z.string(), at: isoTime }),
+  /** The attempt stopped at an approval and freed its worker; a decision schedules a resume attempt. */
+  AttemptSuspended: z.object({ attemptId: z.string(), nodeId: z.string(), at: isoTime }),
+  ApprovalGranted: z.object({ nodeId: z.string(), actionDigest: z.string(), decidedBy: z.string(), comment: z.string().nullable(), at: isoTime }),
+  ApprovalRejected: z.object({ nodeId: z.string(), actionDigest: z.string(), decidedBy: z.string(), comment: z.string().nullable(), at: isoTime }),
   AttemptSucceeded: z.object({ attemptId: z.string(), output: json, at: isoTime }),
   AttemptFailed: z.object({ attemptId: z.string(), error: executionErrorSchema, at: isoTime }),
   AttemptTimedOut: z.object({
     attemptId: z.string(),
-    reason: z.enum(['lease_expired', 'queue_deadline']),
+    reason: z.enum(['lease_expired', 'queue_deadline', 'execution_deadline']),
     deadline: isoTime,
     at: isoTime,
   }),

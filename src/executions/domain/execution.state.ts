@@ -1,6 +1,6 @@
 import type { AttemptReason, ExecutionError, ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
 
-export type AttemptStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+export type AttemptStatus = 'queued' | 'running' | 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 
 export interface Attempt {
   attemptId: string;
@@ -19,7 +19,7 @@ export interface Attempt {
   error?: ExecutionError;
 }
 
-export type NodeStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
+export type NodeStatus = 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'skipped';
 
 export interface NodeRecord {
   nodeId: string;
@@ -54,6 +54,10 @@ interface ExecutionFields {
   nodes: Record<string, NodeRecord>;
   cancelRequest: { reason: string | null; requestedBy: string; at: string } | null;
   redrives: Record<string, RedriveRecord>;
+  /** The approval the execution waits for, bound to the digest of its action. */
+  pendingApproval: { nodeId: string; attemptId: string; action: unknown; actionDigest: string } | null;
+  /** Last decision per approval node: a repeated identical decision is a replay. */
+  approvalDecisions: Record<string, { decision: 'approve' | 'reject'; actionDigest: string }>;
   /** Last fencing token handed out; every claim gets a larger one. */
   lastFencingToken: number;
   endedAt: string | null;
@@ -62,7 +66,7 @@ interface ExecutionFields {
   endReason?: string | null;
 }
 
-export type ActiveStatus = 'queued' | 'running';
+export type ActiveStatus = 'queued' | 'running' | 'awaiting_approval';
 export type FinalStatus = 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 
 export type ExecutionState =
@@ -107,6 +111,8 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       nodes: {},
       cancelRequest: null,
       redrives: {},
+      pendingApproval: null,
+      approvalDecisions: {},
       lastFencingToken: 0,
       endedAt: null,
     };
@@ -130,7 +136,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         leaseExpiresAt: null,
         endedAt: null,
       };
-      return { ...s, status: 'queued', attempts: [...s.attempts, attempt], attemptsInRun: s.attemptsInRun + 1, updatedAt: d.scheduledAt };
+      // A resume after an approval continues the same try: it does not spend the retry budget.
+      const spent = d.reason === 'resume' ? 0 : 1;
+      return { ...s, status: 'queued', attempts: [...s.attempts, attempt], attemptsInRun: s.attemptsInRun + spent, updatedAt: d.scheduledAt };
     }
     case 'AttemptClaimed': {
       const d = event.data;
@@ -160,6 +168,40 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
     case 'NodeFailed':
     case 'NodeSkipped':
       return { ...s, updatedAt: event.data.at, nodes: { ...s.nodes, [event.data.nodeId]: nodeRecord(s.nodes[event.data.nodeId], event) } };
+    case 'NodeAwaitingApproval': {
+      const d = event.data;
+      return {
+        ...s,
+        updatedAt: d.at,
+        pendingApproval: { nodeId: d.nodeId, attemptId: d.attemptId, action: d.action, actionDigest: d.actionDigest },
+        nodes: { ...s.nodes, [d.nodeId]: { nodeId: d.nodeId, attemptId: d.attemptId, status: 'awaiting_approval', startedAt: d.at, endedAt: null, output: { action: d.action, actionDigest: d.actionDigest } } },
+      };
+    }
+    case 'AttemptSuspended':
+      return { ...endAttempt(s, event.data.attemptId, 'suspended', event.data.at, {}), status: 'awaiting_approval' };
+    case 'ApprovalGranted':
+    case 'ApprovalRejected': {
+      const d = event.data;
+      const granted = event.type === 'ApprovalGranted';
+      const previous = s.nodes[d.nodeId];
+      const node: NodeRecord = {
+        nodeId: d.nodeId,
+        attemptId: previous?.attemptId ?? '',
+        status: granted ? 'succeeded' : 'failed',
+        startedAt: previous?.startedAt ?? null,
+        endedAt: d.at,
+        ...(granted
+          ? { output: { approved: true, decidedBy: d.decidedBy, actionDigest: d.actionDigest, comment: d.comment } }
+          : { error: { code: 'approval_rejected', message: d.comment ?? `rejected by ${d.decidedBy}`, retryable: false } }),
+      };
+      return {
+        ...s,
+        updatedAt: d.at,
+        pendingApproval: null,
+        approvalDecisions: { ...s.approvalDecisions, [d.nodeId]: { decision: granted ? 'approve' : 'reject', actionDigest: d.actionDigest } },
+        nodes: { ...s.nodes, [d.nodeId]: node },
+      };
+    }
     case 'AttemptSucceeded':
       return endAttempt(s, event.data.attemptId, 'succeeded', event.data.at, { output: event.data.output });
     case 'AttemptFailed':
@@ -176,6 +218,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         ...s,
         updatedAt: d.at,
         cancelRequest: null,
+        pendingApproval: null,
         attemptsInRun: 0,
         endedAt: null,
         output: undefined,

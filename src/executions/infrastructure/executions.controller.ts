@@ -51,6 +51,17 @@ export class ExecutionsController {
     return this.operator.cancel(principal, parseId(executionId, 'executionId'), body);
   }
 
+  @Post('executions/:executionId/approvals/:nodeId')
+  @HttpCode(202)
+  approve(
+    @CurrentPrincipal() principal: Principal,
+    @Param('executionId') executionId: string,
+    @Param('nodeId') nodeId: string,
+    @Body() body: unknown,
+  ) {
+    return this.operator.decideApproval(principal, parseId(executionId, 'executionId'), parseName(nodeId, 'nodeId'), body);
+  }
+
   @Post('executions/:executionId/redrive')
   @HttpCode(202)
   redrive(

@@ -1,0 +1,61 @@
+/**
+ * The message bus port: Kafka in production, an in-process bus in the embedded default. Both
+ * keep one contract (test/contract/bus.contract.ts): per-key order, at-least-once delivery, and
+ * redelivery of everything a consumer had not committed when it died.
+ */
+
+export interface OutgoingMessage {
+  /** Partitioning key: the executionId, so one execution's messages stay in order. */
+  key: string;
+  /** JSON text. */
+  value: string;
+  headers?: Record<string, string>;
+}
+
+export interface IncomingMessage {
+  topic: string;
+  partition: number;
+  /** Offset within the partition, as a decimal string. */
+  offset: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+export interface ConsumerOptions {
+  groupId: string;
+  topic: string;
+  /**
+   * Handles one message. The message's offset is committed only after the returned promise
+   * resolves; if it rejects, the consumer stops (and reports the error) rather than skip it.
+   * Messages of one partition are handled one at a time, in order.
+   */
+  handle: (message: IncomingMessage) => Promise<void>;
+  /** How many partitions are handled at once (default 1). */
+  concurrency?: number;
+  /** Called once if the consumer stops on an error. */
+  onCrash?: (error: unknown) => void;
+}
+
+export interface ConsumerHandle {
+  /** Stops fetching, waits for in-flight handlers, commits what they finished, leaves the group. */
+  stop(): Promise<void>;
+}
+
+export interface Bus {
+  /** Resolves only when every message is acknowledged by the broker (all in-sync replicas). */
+  publish(topic: string, messages: OutgoingMessage[]): Promise<void>;
+  consume(options: ConsumerOptions): Promise<ConsumerHandle>;
+  /** Creates the topics if missing (idempotent). */
+  ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const BUS = Symbol('Bus');
+
+/** Topics of the worker protocol (API.md). */
+export const TOPICS = {
+  dispatch: 'flostra.dispatch.v1',
+  results: 'flostra.results.v1',
+  resultsDlq: 'flostra.results.dlq.v1',
+} as const;

@@ -1,0 +1,67 @@
+import { sha256OfCanonical } from '../../core/canonical-json.js';
+import { ApprovalMismatchError, InvalidStateError } from '../../core/errors.js';
+import type { CompleteAttempt, DecideApproval } from './execution.commands.js';
+import type { ExecutionEvent } from './execution.events.js';
+import { type StartedExecution, currentAttempt } from './execution.state.js';
+
+/** The digest an approval is bound to: the canonical JSON of the exact action, hashed. */
+export const actionDigestOf = (action: unknown): string => sha256OfCanonical(action ?? null);
+
+/**
+ * The worker stopped at an approval node: record what it asks to approve and free the worker.
+ * The digest is computed here from the action itself, never taken from the worker.
+ */
+export function suspendAtApproval(s: StartedExecution, command: CompleteAttempt): ExecutionEvent[] {
+  const { data, metadata } = command;
+  const at = metadata.now.toISOString();
+  const approval = data.approval;
+  if (!approval) throw new InvalidStateError('a suspended attempt must name the approval node and its action');
+  const node = s.workflow.graph.nodes.find((n) => n.id === approval.nodeId);
+  if (!node || node.type !== 'approval') throw new InvalidStateError(`node ${approval.nodeId} is not an approval node`);
+  if (s.cancelRequest) {
+    return [
+      { type: 'AttemptCancelled', data: { attemptId: data.attemptId, at } },
+      { type: 'ExecutionCancelled', data: { reason: s.cancelRequest.reason, at } },
+    ];
+  }
+  return [
+    { type: 'NodeAwaitingApproval', data: { attemptId: data.attemptId, nodeId: approval.nodeId, action: approval.action ?? null, actionDigest: actionDigestOf(approval.action), at } },
+    { type: 'AttemptSuspended', data: { attemptId: data.attemptId, nodeId: approval.nodeId, at } },
+  ];
+}
+
+/** A person approves or rejects the pending action; the digest must be the one still pending. */
+export function decideApproval(s: StartedExecution, command: DecideApproval): ExecutionEvent[] {
+  const { data, metadata } = command;
+  const at = metadata.now.toISOString();
+  const previous = s.approvalDecisions[data.nodeId];
+  const pending = s.pendingApproval;
+  if (!pending && previous?.decision === data.decision && previous.actionDigest === data.actionDigest) return [];
+  if (s.status !== 'awaiting_approval' || !pending || pending.nodeId !== data.nodeId) {
+    throw new InvalidStateError(`no approval is pending for node ${data.nodeId}`, { status: s.status });
+  }
+  if (pending.actionDigest !== data.actionDigest) {
+    throw new ApprovalMismatchError('the action changed since it was shown for approval', { actionDigest: pending.actionDigest });
+  }
+  const decision = { nodeId: data.nodeId, actionDigest: data.actionDigest, decidedBy: metadata.actor, comment: data.comment, at };
+  if (data.decision === 'reject') {
+    return [
+      { type: 'ApprovalRejected', data: decision },
+      { type: 'ExecutionFailed', data: { error: { code: 'approval_rejected', message: data.comment ?? `rejected by ${metadata.actor}`, retryable: false }, at } },
+    ];
+  }
+  return [
+    { type: 'ApprovalGranted', data: decision },
+    {
+      type: 'AttemptScheduled',
+      data: {
+        attemptId: data.attemptId,
+        attemptNumber: currentAttempt(s)!.attemptNumber + 1,
+        reason: 'resume',
+        notBefore: at,
+        queueDeadline: new Date(metadata.now.getTime() + s.workflow.graph.timeouts.queueMs).toISOString(),
+        scheduledAt: at,
+      },
+    },
+  ];
+}
