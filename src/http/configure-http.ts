@@ -1,7 +1,7 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { AppConfig } from '../config/config.js';
 import { createLogger, NestLoggerAdapter, type Logger } from '../core/logger.js';
-import { bodyParserErrors, emptyBodyAsObject, isJsonRequest, rejectNonJsonBodies } from './json-body.js';
+import { bodyParserErrors, emptyBodyAsObject, isJsonRequest, rejectNonJsonBodies, rejectUnstorableJson } from './json-body.js';
 import { ProblemFilter } from './problem.filter.js';
 import { requestLogging } from './request-logging.js';
 
@@ -28,6 +28,7 @@ export function configureHttp(
   app.use(rejectNonJsonBodies);
   app.useBodyParser('json', { limit: config.maxBodyBytes, strict: true, type: isJsonRequest });
   app.use(bodyParserErrors(config.maxBodyBytes));
+  app.use(rejectUnstorableJson);
   app.use(emptyBodyAsObject);
   app.useGlobalFilters(new ProblemFilter(httpLogger));
 }

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { ValidationFailedError } from '../core/errors.js';
+import { ValidationFailedError, type ValidationIssue } from '../core/errors.js';
 import type { NextFunction, ShellRequest } from './http-request.js';
 import { PayloadTooLargeError, UnsupportedMediaTypeError } from './http.errors.js';
 
@@ -74,4 +74,54 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 export function emptyBodyAsObject(request: ShellRequest, _response: ServerResponse, next: NextFunction): void {
   if (request.body === undefined && METHODS_WITH_BODY.has(request.method ?? '')) request.body = {};
   next();
+}
+
+/** Deepest nesting of objects and arrays in a body: digests, JSON.stringify and jsonb all recurse. */
+export const MAX_JSON_DEPTH = 128;
+
+// Postgres jsonb cannot store U+0000, and an unpaired surrogate is not Unicode text: either
+// would pass validation and then fail the append with a 500.
+const UNSTORABLE_TEXT = /[\u0000\p{Cs}]/u;
+
+interface JsonFrame {
+  value: unknown;
+  depth: number;
+  parent: JsonFrame | null;
+  key: string;
+}
+
+function pathOfFrame(frame: JsonFrame): string {
+  const keys: string[] = [];
+  for (let at: JsonFrame | null = frame; at?.parent; at = at.parent) keys.unshift(at.key);
+  return ['body', ...keys].join('.');
+}
+
+/** The first value of a parsed body that cannot be stored as it is, or null. Iterative: any depth is safe. */
+export function findUnstorableJson(body: unknown): ValidationIssue | null {
+  const stack: JsonFrame[] = [{ value: body, depth: 0, parent: null, key: '' }];
+  while (stack.length > 0) {
+    const frame = stack.pop()!;
+    const { value } = frame;
+    if (typeof value === 'string') {
+      if (UNSTORABLE_TEXT.test(value)) return { path: pathOfFrame(frame), message: 'text cannot contain U+0000 or unpaired surrogates' };
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (frame.depth >= MAX_JSON_DEPTH) return { path: pathOfFrame(frame), message: `nested deeper than ${MAX_JSON_DEPTH} levels` };
+    for (const [key, child] of Object.entries(value)) {
+      if (UNSTORABLE_TEXT.test(key)) return { path: pathOfFrame(frame), message: 'field names cannot contain U+0000 or unpaired surrogates' };
+      stack.push({ value: child, depth: frame.depth + 1, parent: frame, key });
+    }
+  }
+  return null;
+}
+
+/** Promise 11: a body the store cannot hold is a 400 here, not a 500 at the append. */
+export function rejectUnstorableJson(request: ShellRequest, _response: ServerResponse, next: NextFunction): void {
+  const issue = findUnstorableJson(request.body);
+  if (issue === null) {
+    next();
+    return;
+  }
+  next(new ValidationFailedError(`invalid request body: ${issue.path}: ${issue.message}`, [issue]));
 }
