@@ -1,0 +1,227 @@
+import type { ExecutionError } from '../../executions/domain/execution.events.js';
+import { pendingApproval } from './approval.js';
+import { DagRunState } from './dag-run-state.js';
+import type { DagEvent, DagResult, NodeRecord, PendingApproval, RunDagOptions } from './dag.types.js';
+import { abortableSleep, tryNode, type TriesOutcome, type TryNodeOptions } from './node-retry.js';
+
+export const DEFAULT_CONCURRENCY = 4;
+
+/**
+ * `report` rejected: the event may not have reached the control plane, so the run stops (running
+ * nodes are aborted and awaited) and this error leaves `runDag`. It is an infrastructure failure
+ * of the attempt, never a node failure and never a success.
+ */
+export class DagReportError extends Error {
+  constructor(
+    readonly event: DagEvent,
+    cause: unknown,
+  ) {
+    super(`reporting ${event.kind} of node ${event.nodeId} failed: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
+    this.name = 'DagReportError';
+  }
+}
+
+/**
+ * Runs one attempt of a workflow graph.
+ *
+ * - A node is decided only when every predecessor is final (succeeded, failed past its retries,
+ *   skipped); its trigger rule then runs or skips it. Independent ready nodes run in parallel,
+ *   at most `concurrency` at once, started in topological order.
+ * - `completedNodes` count as succeeded from the start: not executed, not reported (their
+ *   events were reported by the attempt that ran them); the result marks them `reused`.
+ * - Events are reported one at a time, in causal order: a node's final event is acknowledged
+ *   before any successor is decided or started.
+ * - `approval` nodes are never executed: a runnable approval is recorded as pending, the nodes
+ *   behind it stay pending, everything else runs, and the outcome is `suspended` (unless
+ *   something failed). To resume, the caller passes the decision as the approval node's output
+ *   in `completedNodes` of the next attempt.
+ * - Outcome: `cancelled` if the signal aborted (running nodes are aborted and awaited, nothing
+ *   new starts, nothing more is reported); else `failed` if any node failed, even when an
+ *   `all_done` successor ran — the error is the first failed node's; else `suspended`; else
+ *   `succeeded`.
+ * - Rejects with `DagReportError` when `report` rejects (an AggregateError when, while stopping,
+ *   a node task also crashed), and with a plain Error for a graph that has a cycle.
+ */
+export async function runDag(options: RunDagOptions): Promise<DagResult> {
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new RangeError(`runDag: concurrency must be an integer >= 1, got ${concurrency}`);
+  }
+  return new DagRun(options, concurrency).execute();
+}
+
+type Settlement =
+  | { readonly nodeId: string; readonly outcome: TriesOutcome }
+  | { readonly nodeId: string; readonly crash: unknown };
+
+class DagRun {
+  private readonly state: DagRunState;
+  private readonly controller = new AbortController();
+  private readonly ready: string[] = [];
+  private readonly running = new Map<string, Promise<Settlement>>();
+  private readonly approvals: PendingApproval[] = [];
+  private firstFailure: { readonly nodeId: string; readonly error: ExecutionError } | undefined;
+  private readonly tryOptions: TryNodeOptions;
+
+  constructor(
+    private readonly options: RunDagOptions,
+    private readonly concurrency: number,
+  ) {
+    this.state = new DagRunState(options.graph, options.completedNodes ?? {});
+    this.tryOptions = {
+      executeNode: options.executeNode,
+      sleep: options.sleep ?? abortableSleep,
+      random: options.random ?? Math.random,
+    };
+  }
+
+  async execute(): Promise<DagResult> {
+    const { signal } = this.options;
+    // Promise 7: the caller's abort reaches every running node through one signal.
+    const onAbort = () => this.controller.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await this.unblock(this.state.initiallyUnblocked());
+      await this.loop();
+    } catch (error) {
+      this.controller.abort(error);
+      const crashes = await this.drain();
+      throw crashes.length === 0 ? error : new AggregateError([error, ...crashes], 'the DAG run failed');
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    return this.result();
+  }
+
+  private get aborted(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  private async loop(): Promise<void> {
+    for (;;) {
+      while (!this.aborted && this.ready.length > 0 && this.running.size < this.concurrency) {
+        await this.start(this.ready.shift()!);
+      }
+      if (this.running.size === 0) return;
+      // Task promises never reject (see start), so racing them loses no failure.
+      const settled = await Promise.race(this.running.values());
+      this.running.delete(settled.nodeId);
+      await this.settle(settled);
+    }
+  }
+
+  private async start(nodeId: string): Promise<void> {
+    await this.emit({ kind: 'node_started', nodeId });
+    if (this.aborted) {
+      this.state.record(nodeId, { status: 'cancelled', tries: 0 });
+      return;
+    }
+    const { executionId, attemptId, input } = this.options;
+    const context = {
+      executionId,
+      attemptId,
+      nodeId,
+      idempotencyKey: `${executionId}:${nodeId}`,
+      input: this.state.inputOf(nodeId, input),
+      signal: this.controller.signal,
+    };
+    const task = tryNode(this.state.node(nodeId), context, this.tryOptions).then(
+      (outcome): Settlement => ({ nodeId, outcome }),
+      (crash: unknown): Settlement => ({ nodeId, crash }),
+    );
+    this.running.set(nodeId, task);
+  }
+
+  private async settle(settled: Settlement): Promise<void> {
+    if ('crash' in settled) throw settled.crash;
+    const { nodeId, outcome } = settled;
+    switch (outcome.status) {
+      case 'cancelled':
+        this.state.record(nodeId, outcome);
+        return;
+      case 'succeeded':
+        await this.finish({ status: 'succeeded', output: outcome.output, reused: false, tries: outcome.tries }, {
+          kind: 'node_succeeded',
+          nodeId,
+          output: outcome.output,
+        });
+        return;
+      case 'failed':
+        this.firstFailure ??= { nodeId, error: outcome.error };
+        await this.finish(outcome, { kind: 'node_failed', nodeId, error: outcome.error });
+        return;
+      default: {
+        const unknown: never = outcome;
+        throw new Error(`DagRun: unknown outcome ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  /** Promise 5: successors count a node as final only after its final event was reported. */
+  private async finish(record: Extract<NodeRecord, { status: 'succeeded' | 'failed' }>, event: DagEvent): Promise<void> {
+    if (this.aborted) {
+      this.state.record(event.nodeId, record);
+      return;
+    }
+    await this.emit(event);
+    await this.unblock(this.state.complete(event.nodeId, record));
+  }
+
+  /** Decides nodes whose predecessors are all final; skips cascade through their successors. */
+  private async unblock(nodeIds: readonly string[]): Promise<void> {
+    const queue = [...nodeIds];
+    while (queue.length > 0 && !this.aborted) {
+      const nodeId = queue.shift()!;
+      const decision = this.state.decide(nodeId);
+      if (!decision.run) {
+        await this.emit({ kind: 'node_skipped', nodeId, reason: decision.reason });
+        queue.push(...this.state.complete(nodeId, { status: 'skipped', reason: decision.reason }));
+        continue;
+      }
+      const node = this.state.node(nodeId);
+      if (node.type === 'approval') {
+        const approval = pendingApproval(this.options.executionId, node, this.state.inputOf(nodeId, this.options.input));
+        this.state.record(nodeId, { status: 'awaiting_approval', approval });
+        this.approvals.push(approval);
+        continue;
+      }
+      this.enqueue(nodeId);
+    }
+  }
+
+  private enqueue(nodeId: string): void {
+    const rank = this.state.rankOf(nodeId);
+    const at = this.ready.findIndex((other) => this.state.rankOf(other) > rank);
+    this.ready.splice(at === -1 ? this.ready.length : at, 0, nodeId);
+  }
+
+  /** Promise 6: a failed report stops the run; it is never swallowed. */
+  private async emit(event: DagEvent): Promise<void> {
+    if (this.aborted) return;
+    try {
+      await this.options.report(event);
+    } catch (cause) {
+      throw new DagReportError(event, cause);
+    }
+  }
+
+  /** Awaits every running node after an abort; returns the crashes found (tasks never reject). */
+  private async drain(): Promise<unknown[]> {
+    const settlements = await Promise.all(this.running.values());
+    this.running.clear();
+    return settlements.flatMap((settled) => ('crash' in settled ? [settled.crash] : []));
+  }
+
+  private result(): DagResult {
+    const base = { output: this.state.leafOutputs(), nodes: this.state.snapshot() };
+    if (this.aborted) return { ...base, outcome: 'cancelled' };
+    if (this.firstFailure) {
+      return { ...base, outcome: 'failed', error: this.firstFailure.error, failedNodeId: this.firstFailure.nodeId };
+    }
+    if (this.approvals.length > 0) return { ...base, outcome: 'suspended', approvals: [...this.approvals] };
+    return { ...base, outcome: 'succeeded' };
+  }
+}

@@ -1,0 +1,103 @@
+import type { ExecutionError } from '../../executions/domain/execution.events.js';
+import type { WorkflowGraph, WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
+
+/** A node's input: the execution input, plus the outputs of the predecessors that succeeded. */
+export interface NodeInput {
+  readonly input: Record<string, unknown>;
+  /** Keyed by predecessor id. A skipped or failed predecessor has no entry ("never produced"). */
+  readonly nodes: Readonly<Record<string, unknown>>;
+}
+
+/** What a node type gets besides its own configuration. */
+export interface NodeContext {
+  readonly executionId: string;
+  readonly attemptId: string;
+  readonly nodeId: string;
+  /** `<executionId>:<nodeId>`: the same in every try and every attempt of this node. */
+  readonly idempotencyKey: string;
+  readonly input: NodeInput;
+  /** Aborted when the run is cancelled or loses its lease: stop promptly and reject. */
+  readonly signal: AbortSignal;
+  /** 1 for the first try of this node in this attempt. */
+  readonly tryNumber: number;
+}
+
+/**
+ * Runs one node type: resolves with its output (JSON), rejects with a NodeError on failure.
+ * Must reject promptly once `ctx.signal` is aborted.
+ */
+export type ExecuteNode = (node: WorkflowNode, ctx: NodeContext) => Promise<unknown>;
+
+/** A node event the runner hands to `report`; the worker publishes it as a result message. */
+export type DagEvent =
+  | { readonly kind: 'node_started'; readonly nodeId: string }
+  | { readonly kind: 'node_succeeded'; readonly nodeId: string; readonly output: unknown }
+  | { readonly kind: 'node_failed'; readonly nodeId: string; readonly error: ExecutionError }
+  | { readonly kind: 'node_skipped'; readonly nodeId: string; readonly reason: string };
+
+/** Resolves once the event is durably handed over (e.g. acked by the broker). */
+export type ReportDagEvent = (event: DagEvent) => Promise<void>;
+
+/** Waits `ms`, rejecting as soon as `signal` aborts. Injected so tests never wait for real. */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
+
+/**
+ * An approval node that became runnable. The runner never executes approvals: it stops there
+ * and hands this to the caller, who records it and waits for a human decision.
+ */
+export interface PendingApproval {
+  readonly nodeId: string;
+  /** The node's configured `action` (null when none). */
+  readonly action: unknown;
+  /** Outputs of the approval node's succeeded predecessors: the data the decision is about. */
+  readonly inputs: Readonly<Record<string, unknown>>;
+  /** sha256 binding a decision to this execution, node, action and inputs (`approvalActionDigest`). */
+  readonly actionDigest: string;
+}
+
+/** Where each node ended in this run. */
+export type NodeRecord =
+  | { readonly status: 'succeeded'; readonly output: unknown; readonly reused: boolean; readonly tries: number }
+  | { readonly status: 'failed'; readonly error: ExecutionError; readonly tries: number }
+  | { readonly status: 'skipped'; readonly reason: string }
+  | { readonly status: 'awaiting_approval'; readonly approval: PendingApproval }
+  /** Was running (or waiting to retry) when the run was aborted. */
+  | { readonly status: 'cancelled'; readonly tries: number }
+  /** Never became runnable: the run stopped first, or it waits behind an approval. */
+  | { readonly status: 'pending' };
+
+interface DagResultBase {
+  /** Outputs of the leaf nodes (no successors) that succeeded, keyed by node id. */
+  readonly output: Readonly<Record<string, unknown>>;
+  readonly nodes: Readonly<Record<string, NodeRecord>>;
+}
+
+/**
+ * How one attempt's run of the graph ended. Precedence: cancelled > failed > suspended >
+ * succeeded. A failure to report an event is not an outcome: `runDag` rejects with
+ * `DagReportError` instead.
+ */
+export type DagResult =
+  | (DagResultBase & { readonly outcome: 'succeeded' })
+  | (DagResultBase & { readonly outcome: 'failed'; readonly error: ExecutionError; readonly failedNodeId: string })
+  | (DagResultBase & { readonly outcome: 'cancelled' })
+  | (DagResultBase & { readonly outcome: 'suspended'; readonly approvals: readonly PendingApproval[] });
+
+export interface RunDagOptions {
+  readonly graph: WorkflowGraph;
+  readonly input: Record<string, unknown>;
+  /** Outputs of nodes that succeeded in an earlier attempt: reused, never run or reported again. */
+  readonly completedNodes?: Readonly<Record<string, unknown>>;
+  readonly executionId: string;
+  readonly attemptId: string;
+  /** Abort to cancel the run (cancellation requested, or the lease was lost). */
+  readonly signal: AbortSignal;
+  /** Most nodes running at once; at least 1. */
+  readonly concurrency?: number;
+  readonly executeNode: ExecuteNode;
+  readonly report: ReportDagEvent;
+  /** Backoff between node tries; real timers by default. */
+  readonly sleep?: Sleep;
+  /** Jitter source in [0, 1); Math.random by default. */
+  readonly random?: () => number;
+}

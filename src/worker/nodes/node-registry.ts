@@ -1,0 +1,57 @@
+import type { NodeType } from '../../workflows/domain/workflow-graph.schema.js';
+import type { ExecuteNode, Sleep } from '../dag/dag.types.js';
+import { NodeError } from '../dag/node-error.js';
+import { abortableSleep } from '../dag/node-retry.js';
+import type { EgressGuard } from '../egress/egress-guard.js';
+import { createDelayNode, executeFail, executeNoop } from './basic-nodes.js';
+import { createHttpNode } from './http-node.js';
+import type { NodeExecutor } from './node-executor.js';
+import { createTransformNode, DEFAULT_TRANSFORM_LIMITS, type TransformLimits } from './transform-node.js';
+
+export interface NodeRegistryOptions {
+  /** Every network call of every node goes through it. */
+  readonly egress: EgressGuard;
+  /** What `delay` waits with; real, abortable timers by default. */
+  readonly sleep?: Sleep;
+  readonly transform?: Partial<TransformLimits>;
+}
+
+/** Executable node types: `approval` is not one (the runner suspends there instead). */
+export type ExecutableNodeType = Exclude<NodeType, 'approval'>;
+
+export interface NodeRegistry {
+  /** Dispatches on `node.type`; pass it to `runDag` as `executeNode`. */
+  readonly execute: ExecuteNode;
+  readonly executors: { readonly [Type in ExecutableNodeType]: NodeExecutor<Type> };
+}
+
+export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
+  const executors: NodeRegistry['executors'] = {
+    noop: executeNoop,
+    delay: createDelayNode(options.sleep ?? abortableSleep),
+    transform: createTransformNode({ ...DEFAULT_TRANSFORM_LIMITS, ...options.transform }),
+    http: createHttpNode(options.egress),
+    fail: executeFail,
+  };
+  const execute: ExecuteNode = async (node, ctx) => {
+    switch (node.type) {
+      case 'noop':
+        return executors.noop(node, ctx);
+      case 'delay':
+        return executors.delay(node, ctx);
+      case 'transform':
+        return executors.transform(node, ctx);
+      case 'http':
+        return executors.http(node, ctx);
+      case 'fail':
+        return executors.fail(node, ctx);
+      case 'approval':
+        throw new NodeError('approval_not_executable', `approval node ${node.id} waits for a decision; it is never executed`, false);
+      default: {
+        const unknown: never = node;
+        throw new NodeError('unknown_node_type', `unknown node type ${(unknown as { type: string }).type}`, false);
+      }
+    }
+  };
+  return { execute, executors };
+}
