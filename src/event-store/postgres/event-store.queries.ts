@@ -1,0 +1,94 @@
+import type { Position, RecordedEvent } from '../../core/event-store.port.js';
+import { encodePosition } from './position.codec.js';
+
+/**
+ * The SQL of the Postgres event store, identical for node-postgres and PGlite. Drivers differ
+ * in how they return int8 (string or number) and timestamptz, so rows are normalized here.
+ */
+
+/** `pg_current_snapshot()` is the statement's own snapshot: the xmin and the rows agree. */
+const READABLE = 'e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
+
+const EVENT_COLUMNS = `e.event_id::text as event_id, e.type, e.stream_id, e.stream_revision,
+  e.transaction_id::text as transaction_id, e.seq, e.data, e.metadata, e.recorded_at`;
+
+export const APPEND_SQL = 'select * from event_store.append($1, $2, $3, $4::jsonb)';
+
+export const READ_STREAM_SQL = `select ${EVENT_COLUMNS} from event_store.events e
+  where e.stream_id = $1 and e.stream_revision >= $2
+  order by e.stream_revision
+  limit $3`;
+
+/** The last readable event, as `head_xid`, `head_seq` (no row for an empty log). */
+const HEAD = `select e.transaction_id::text as head_xid, e.seq as head_seq from event_store.events e
+  where ${READABLE} order by e.transaction_id desc, e.seq desc limit 1`;
+
+/** The page after a cursor, plus the readable head in the same snapshot. */
+export const READ_PAGE_SQL = `with page as (
+    select ${EVENT_COLUMNS}, e.transaction_id as xid from event_store.events e
+    where ${READABLE}
+      and (e.transaction_id, e.seq) > ($1::xid8, $2::bigint)
+      and ($3::text[] is null or exists (select 1 from unnest($3::text[]) as p(prefix) where starts_with(e.stream_id, p.prefix)))
+    order by e.transaction_id, e.seq
+    limit $4
+  )
+  select head.head_xid, head.head_seq, page.*
+  from (select 1) as anchor
+  left join (${HEAD}) as head on true
+  left join page on true
+  order by page.xid, page.seq`;
+
+export const PROBE_SQL = `select head.head_xid, head.head_seq,
+    exists (select 1 from event_store.events e
+            where e.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) as held_back
+  from (select 1) as anchor left join (${HEAD}) as head on true`;
+
+export const STREAM_REVISION_SQL = 'select revision from event_store.streams where stream_id = $1';
+
+export interface AppendRow {
+  conflict: boolean;
+  actual_revision: string | number | null;
+  next_revision: string | number | null;
+  position_xid: string | null;
+  position_seq: string | number | null;
+}
+
+export interface EventRow {
+  event_id: string;
+  type: string;
+  stream_id: string;
+  stream_revision: string | number;
+  transaction_id: string;
+  seq: string | number;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  recorded_at: Date | string;
+}
+
+export interface HeadRow {
+  head_xid: string | null;
+  head_seq: string | number | null;
+}
+
+export function headPosition(row: HeadRow | undefined): Position | null {
+  if (row === undefined || row.head_xid === null || row.head_seq === null) return null;
+  return encodePosition({ transactionId: BigInt(row.head_xid), seq: BigInt(row.head_seq) });
+}
+
+export function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    type: row.type,
+    streamId: row.stream_id,
+    revision: Number(row.stream_revision),
+    position: encodePosition({ transactionId: BigInt(row.transaction_id), seq: BigInt(row.seq) }),
+    data: row.data,
+    metadata: row.metadata,
+    recordedAt: (row.recorded_at instanceof Date ? row.recorded_at : new Date(row.recorded_at)).toISOString(),
+  };
+}
+
+/** 'no_stream' for a stream without events, else its revision, as WrongExpectedRevisionError wants it. */
+export function revisionName(revision: number | null): string {
+  return revision === null || revision < 0 ? 'no_stream' : String(revision);
+}

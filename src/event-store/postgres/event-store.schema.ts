@@ -1,0 +1,119 @@
+import type { SqlClient } from '../../postgres/sql-client.port.js';
+
+/** NOTIFY channel on which appends wake subscribers of other processes. */
+export const EVENTS_CHANNEL = 'flostra_events';
+
+/**
+ * Versioned migrations of the `event_store` schema. Each is a list of single statements
+ * (PGlite's extended protocol runs one statement per call). Never edit a released version:
+ * add the next one.
+ *
+ * Global position = (transaction_id, seq). A sequence alone is not safe to read behind: a
+ * transaction can draw seq 7, commit after another one drew and committed seq 8, and a reader
+ * that already passed 8 skips 7 forever. Readers therefore only see events whose transaction
+ * id is below the xmin of their snapshot: every transaction below xmin has finished, and any
+ * transaction still to commit has a larger id, so it can only add events after the cursor.
+ */
+const MIGRATIONS: ReadonlyArray<{ version: number; statements: string[] }> = [
+  {
+    version: 1,
+    statements: [
+      `create table if not exists event_store.streams (
+        stream_id text primary key,
+        revision bigint not null
+      )`,
+      `create table if not exists event_store.events (
+        transaction_id xid8 not null default pg_current_xact_id(),
+        seq bigserial not null,
+        stream_id text not null,
+        stream_revision bigint not null,
+        event_id uuid not null,
+        type text not null,
+        data jsonb not null,
+        metadata jsonb not null,
+        recorded_at timestamptz not null default now(),
+        constraint events_pkey primary key (stream_id, stream_revision),
+        constraint events_event_id_key unique (event_id)
+      )`,
+      `create unique index if not exists events_position_idx on event_store.events (transaction_id, seq)`,
+      // One autocommit statement per append. The stream row is the lock: the conditional
+      // UPDATE takes it, re-checks the expected revision after any writer ahead of it, and
+      // moves the revision in the same step. A conflict is returned, not raised, so the caller
+      // learns the actual revision without parsing an error message.
+      `create or replace function event_store.append(
+        p_stream_id text,
+        p_expected_kind text,
+        p_expected_revision bigint,
+        p_events jsonb
+      ) returns table (conflict boolean, actual_revision bigint, next_revision bigint, position_xid text, position_seq bigint)
+      language plpgsql as $fn$
+      declare
+        v_count bigint := jsonb_array_length(p_events);
+        v_current bigint;
+        v_last_seq bigint;
+      begin
+        if p_expected_kind = 'exact' then
+          update event_store.streams s set revision = s.revision + v_count
+            where s.stream_id = p_stream_id and s.revision = p_expected_revision
+            returning s.revision - v_count into v_current;
+        elsif p_expected_kind in ('any', 'stream_exists') then
+          update event_store.streams s set revision = s.revision + v_count
+            where s.stream_id = p_stream_id
+            returning s.revision - v_count into v_current;
+        end if;
+        if v_current is null and p_expected_kind in ('any', 'no_stream') then
+          -- Waits for a concurrent first append of the same stream; exactly one of them inserts.
+          insert into event_store.streams (stream_id, revision) values (p_stream_id, v_count - 1)
+            on conflict (stream_id) do nothing;
+          if found then
+            v_current := -1;
+          elsif p_expected_kind = 'any' then
+            update event_store.streams s set revision = s.revision + v_count
+              where s.stream_id = p_stream_id
+              returning s.revision - v_count into v_current;
+          end if;
+        end if;
+        if v_current is null then
+          return query select true, coalesce((select s.revision from event_store.streams s where s.stream_id = p_stream_id), -1),
+            null::bigint, null::text, null::bigint;
+          return;
+        end if;
+        with inserted as (
+          insert into event_store.events (stream_id, stream_revision, event_id, type, data, metadata)
+          select p_stream_id, v_current + e.ord, (e.value->>'id')::uuid, e.value->>'type',
+                 coalesce(e.value->'data', 'null'::jsonb), coalesce(e.value->'metadata', '{}'::jsonb)
+          from jsonb_array_elements(p_events) with ordinality as e(value, ord)
+          order by e.ord
+          returning event_store.events.seq
+        )
+        select max(inserted.seq) into v_last_seq from inserted;
+        return query select false, v_current, v_current + v_count, pg_current_xact_id()::text, v_last_seq;
+      end
+      $fn$`,
+    ],
+  },
+];
+
+export const EVENT_STORE_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/**
+ * Brings the `event_store` schema to the latest version. Idempotent, and safe when several
+ * processes start at once: one transaction under an advisory lock applies what is missing.
+ */
+export async function migrateEventStore(client: SqlClient): Promise<void> {
+  await client.transaction(async (tx) => {
+    await tx.query(`select pg_advisory_xact_lock(hashtext('flostra.event_store.migrations'))`);
+    await tx.query('create schema if not exists event_store');
+    await tx.query(`create table if not exists event_store.schema_migrations (
+      version integer primary key,
+      applied_at timestamptz not null default now()
+    )`);
+    const { rows } = await tx.query<{ version: number | null }>('select max(version) as version from event_store.schema_migrations');
+    const current = rows[0]?.version ?? 0;
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= current) continue;
+      for (const statement of migration.statements) await tx.query(statement);
+      await tx.query('insert into event_store.schema_migrations (version) values ($1)', [migration.version]);
+    }
+  });
+}

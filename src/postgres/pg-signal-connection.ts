@@ -1,0 +1,129 @@
+import pg from 'pg';
+import { quoteIdentifier } from './sql-client.port.js';
+
+type Handler = (payload: string) => void;
+
+const MAX_RECONNECT_DELAY_MS = 5_000;
+
+/**
+ * One dedicated connection for LISTEN and NOTIFY. A pooled connection cannot LISTEN (it goes
+ * back to the pool), and sending wake-ups here keeps them out of the writers' transactions.
+ * When the connection drops it reconnects with backoff, LISTENs again, and calls every
+ * handler with '' because notifications sent meanwhile are lost.
+ */
+export class PgSignalConnection {
+  private client: pg.Client | null = null;
+  private connecting: Promise<pg.Client> | null = null;
+  private readonly handlers = new Map<string, Set<Handler>>();
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  async listen(channel: string, handler: Handler): Promise<() => Promise<void>> {
+    let handlers = this.handlers.get(channel);
+    const firstForChannel = handlers === undefined;
+    if (handlers === undefined) {
+      handlers = new Set();
+      this.handlers.set(channel, handlers);
+    }
+    handlers.add(handler);
+    try {
+      const client = await this.connection();
+      if (firstForChannel) await client.query(`LISTEN ${quoteIdentifier(channel)}`);
+    } catch (error) {
+      this.removeHandler(channel, handler);
+      throw error;
+    }
+    return async () => {
+      if (this.removeHandler(channel, handler) && this.client !== null) {
+        await this.client.query(`UNLISTEN ${quoteIdentifier(channel)}`);
+      }
+    };
+  }
+
+  async notify(channel: string, payload: string): Promise<void> {
+    const client = await this.connection();
+    await client.query('select pg_notify($1, $2)', [channel, payload]);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    await this.connecting?.catch(() => undefined);
+    const client = this.client;
+    this.client = null;
+    await client?.end();
+  }
+
+  /** True when the channel lost its last handler. */
+  private removeHandler(channel: string, handler: Handler): boolean {
+    const handlers = this.handlers.get(channel);
+    if (handlers === undefined || !handlers.delete(handler) || handlers.size > 0) return false;
+    this.handlers.delete(channel);
+    return true;
+  }
+
+  private connection(): Promise<pg.Client> {
+    if (this.closed) return Promise.reject(new Error('the signal connection is closed'));
+    if (this.client !== null) return Promise.resolve(this.client);
+    this.connecting ??= this.connect().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const client = new pg.Client(this.config);
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (message) => this.dispatch(message.channel, message.payload ?? ''));
+    try {
+      await client.connect();
+      // A lost wake-up costs one poll interval at worst; a WAL flush per NOTIFY costs every time.
+      await client.query('set synchronous_commit = off');
+      for (const channel of this.handlers.keys()) await client.query(`LISTEN ${quoteIdentifier(channel)}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.closed) {
+      await client.end();
+      throw new Error('the signal connection is closed');
+    }
+    this.client = client;
+    return client;
+  }
+
+  private dispatch(channel: string, payload: string): void {
+    for (const handler of this.handlers.get(channel) ?? []) handler(payload);
+  }
+
+  private lost(client: pg.Client, error?: Error): void {
+    if (this.client !== client) return;
+    this.client = null;
+    client.end().catch(() => undefined);
+    if (this.closed) return;
+    if (error !== undefined) this.onError(error);
+    if (this.handlers.size > 0) this.scheduleReconnect(50);
+  }
+
+  private scheduleReconnect(delayMs: number): void {
+    if (this.closed || this.reconnectTimer !== null) return;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      this.connection().then(
+        () => {
+          for (const channel of [...this.handlers.keys()]) this.dispatch(channel, '');
+        },
+        (error: unknown) => {
+          this.onError(error);
+          this.scheduleReconnect(Math.min(delayMs * 2, MAX_RECONNECT_DELAY_MS));
+        },
+      );
+    }, delayMs);
+  }
+}

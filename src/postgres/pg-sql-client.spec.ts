@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { createTestDatabase } from '../../test/support/postgres-server.js';
+import { PgSqlClient } from './pg-sql-client.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
+
+describe('node-postgres SQL client', () => {
+  let url: string;
+  let client: PgSqlClient;
+  const errors: unknown[] = [];
+
+  beforeAll(async () => {
+    url = await createTestDatabase('pg_sql_client');
+    client = new PgSqlClient({ connectionString: url, application_name: 'flostra-sql-client-spec' }, { onError: (e) => errors.push(e) });
+    await client.query('create table counter (n integer primary key)');
+  });
+
+  afterAll(async () => {
+    await client.close();
+  });
+
+  describe('when a transaction function throws', () => {
+    it('rolls back everything it wrote', async () => {
+      const failing = client.transaction(async (tx) => {
+        await tx.query('insert into counter (n) values (1)');
+        throw new Error('decided against it');
+      });
+      await expect(failing).rejects.toThrow('decided against it');
+      expect((await client.query('select n from counter')).rows).toEqual([]);
+      expect(await client.transaction(async (tx) => (await tx.query('insert into counter (n) values (2) returning n')).rows)).toEqual([{ n: 2 }]);
+    });
+  });
+
+  describe('when the listening connection is killed', () => {
+    it('reconnects, signals the possible gap with an empty payload, and delivers later notifications', async () => {
+      const payloads: string[] = [];
+      const unlisten = await client.listen('pg_spec', (payload) => payloads.push(payload));
+      const sender = new pg.Client({ connectionString: url });
+      await sender.connect();
+      try {
+        await sender.query(`select pg_notify('pg_spec', 'before')`);
+        await until(() => payloads.includes('before'));
+        const { rows } = await sender.query(
+          `select pg_terminate_backend(pid) as killed from pg_stat_activity
+           where application_name = 'flostra-sql-client-spec' and query ilike 'listen%'`,
+        );
+        expect(rows).toEqual([{ killed: true }]);
+        await until(() => payloads.includes(''));
+        await sender.query(`select pg_notify('pg_spec', 'after')`);
+        await until(() => payloads.includes('after'));
+        expect(errors.length).toBeGreaterThan(0);
+      } finally {
+        await sender.end();
+        await unlisten();
+      }
+    });
+  });
+});

@@ -1,0 +1,42 @@
+/**
+ * The smallest SQL surface the Postgres adapters need (event store, read models), implemented
+ * over node-postgres (`pg-sql-client.ts`) and over PGlite (`pglite-sql-client.ts`). Adapters
+ * write one SQL dialect and never learn which of the two runs it.
+ */
+
+export interface SqlQueryable {
+  /** One statement; `$1`-style parameters. Column types follow the driver (int8 may be a string). */
+  query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+}
+
+export interface SqlClient extends SqlQueryable {
+  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  /**
+   * Calls `onNotify` for every NOTIFY on `channel` until the returned function is awaited.
+   * Notifications can be lost (a reconnect); after one, `onNotify('')` is called once so the
+   * listener re-reads what it may have missed.
+   */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Sends a NOTIFY outside any caller's transaction. Wake-ups need no durability, so
+   * implementations may send it without waiting for a WAL flush.
+   */
+  notify(channel: string, payload: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The SQLSTATE and constraint of a failed statement, whichever driver raised it. */
+export function sqlErrorInfo(error: unknown): { code?: string; constraint?: string } {
+  if (typeof error !== 'object' || error === null) return {};
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  return {
+    code: typeof code === 'string' ? code : undefined,
+    constraint: typeof constraint === 'string' ? constraint : undefined,
+  };
+}
+
+/** Quotes an identifier (a LISTEN channel) the way Postgres reads it back verbatim. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
