@@ -1,5 +1,7 @@
 import 'reflect-metadata';
-import { ConfigError, isEmbedded, loadConfig } from './config/config.js';
+import { ConfigError, isEmbedded, loadConfig, runsRole } from './config/config.js';
+import { createWorker } from './worker/runtime/create-worker.js';
+import type { WorkerService } from './worker/runtime/worker.service.js';
 import { systemClock } from './core/clock.port.js';
 import { randomIds } from './core/ids.js';
 import { createLogger } from './core/logger.js';
@@ -24,7 +26,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
   const { registry, devTokens } = await loadTokens(config);
   const infra = await openInfrastructure(config, logger);
-  const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, clock: systemClock, ids: randomIds, logger, registry });
+  const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, bus: infra.bus, clock: systemClock, ids: randomIds, logger, registry });
 
   if (isEmbedded(config) && devTokens) {
     await app.get(PublishWorkflowHandler).execute({ workspaceId: devTokens.workspace, name: DEMO_WORKFLOW_NAME, body: demoWorkflow, actor: 'flostra' });
@@ -33,13 +35,23 @@ async function main(): Promise<void> {
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  printBanner({ url: `http://${host}:${port}`, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
+  const url = `http://${host}:${port}`;
+
+  let worker: WorkerService | null = null;
+  if (runsRole(config, 'worker')) {
+    const token = config.workerToken ?? devTokens?.worker;
+    if (!token) throw new ConfigError('FLOSTRA_WORKER_TOKEN: required for the worker role outside embedded mode', ['FLOSTRA_WORKER_TOKEN']);
+    worker = createWorker({ bus: infra.bus, apiUrl: config.apiUrl ?? url, token, logger, concurrency: config.workerConcurrency, egressAllow: config.egressAllow });
+    await worker.start();
+  }
+  printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info('stopping', { signal });
+    await worker?.stop();
     await app.close();
     await infra.close();
     process.exit(0);

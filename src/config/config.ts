@@ -85,6 +85,19 @@ const envSchema = z.object({
     const bytes = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
     return bytes >= 1 && Number.isSafeInteger(bytes) ? bytes : fail(ctx, 'expected a positive integer number of bytes');
   }),
+  FLOSTRA_API_URL: optional.transform((raw, ctx) => {
+    if (raw === undefined) return null;
+    const scheme = urlScheme(raw);
+    return scheme === 'http:' || scheme === 'https:' ? raw.replace(/\/+$/, '') : fail(ctx, 'expected an http:// or https:// URL of the api');
+  }),
+  FLOSTRA_WORKER_TOKEN: optional.transform((raw) => raw ?? null),
+  FLOSTRA_WORKER_CONCURRENCY: optional.transform((raw, ctx) => {
+    if (raw === undefined) return 8;
+    const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+    return n >= 1 && n <= 1000 ? n : fail(ctx, 'expected an integer 1-1000');
+  }),
+  FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
+    raw === undefined ? [] : raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')),
   LOG_LEVEL: optional.transform((raw, ctx) => {
     if (raw === undefined) return 'info' as LogThreshold;
     const level = raw.toLowerCase();
@@ -112,6 +125,14 @@ function toConfig(env: Env) {
     /** Absolute path, or null: dev tokens are generated (embedded mode only). */
     tokensFile: env.FLOSTRA_TOKENS_FILE,
     maxBodyBytes: env.FLOSTRA_MAX_BODY_BYTES,
+    /** Where a worker reaches the api; null: this process's own listener. */
+    apiUrl: env.FLOSTRA_API_URL,
+    /** Bearer token of the worker role; null: the dev worker token (embedded mode). */
+    workerToken: env.FLOSTRA_WORKER_TOKEN,
+    /** Attempts one worker process runs at once. */
+    workerConcurrency: env.FLOSTRA_WORKER_CONCURRENCY,
+    /** CIDRs (`10.0.0.0/8`) and host names (`.example.com` for subdomains) http nodes may reach beyond the public internet. */
+    egressAllow: env.FLOSTRA_EGRESS_ALLOW as readonly string[],
     logLevel: env.LOG_LEVEL,
   };
 }
@@ -124,7 +145,7 @@ export type EventStoreConfig = AppConfig['eventStore'];
 export const APP_CONFIG = Symbol('AppConfig');
 
 // Values of these may carry credentials: an error message never echoes them.
-const SECRET_VARIABLES = new Set(['EVENT_STORE_URL', 'DATABASE_URL']);
+const SECRET_VARIABLES = new Set(['EVENT_STORE_URL', 'DATABASE_URL', 'FLOSTRA_WORKER_TOKEN']);
 
 /**
  * The one loader of the environment. Blank values count as unset. Throws a ConfigError whose

@@ -113,6 +113,8 @@ describe('evolve', () => {
       nodes,
       cancelRequest: { reason: 'wrong input', requestedBy: OPERATOR, at: iso(9_000) },
       redrives: {},
+      pendingApproval: null,
+      approvalDecisions: {},
       lastFencingToken: 2,
       endedAt: iso(10_000),
       endReason: 'wrong input',

@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import type { Principal } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
 import { parseId, parseName } from '../../http/validation.js';
+import { MIN_POSITION_HEADER } from '../../projector/read-consistency.js';
 import { ExecutionQueries } from '../application/execution.queries.js';
 import { OperatorCommandsHandler } from '../application/operator-commands.handler.js';
 import { StartExecutionHandler } from '../application/start-execution.handler.js';
@@ -35,14 +36,35 @@ export class ExecutionsController {
     return result.body;
   }
 
+  /** Queries wait for the read model to reflect `?minPosition=` / X-Flostra-Min-Position, else the log's head. */
+  @Get('workspaces/:workspaceId/executions')
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Param('workspaceId') workspaceId: string,
+    @Query() query: unknown,
+    @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
+  ) {
+    return this.queries.list(principal, parseName(workspaceId, 'workspaceId'), query, minPosition);
+  }
+
   @Get('executions/:executionId')
-  get(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string) {
-    return this.queries.get(principal, parseId(executionId, 'executionId'));
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('executionId') executionId: string,
+    @Query() query: unknown,
+    @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
+  ) {
+    return this.queries.get(principal, parseId(executionId, 'executionId'), query, minPosition);
   }
 
   @Get('executions/:executionId/history')
-  history(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string, @Query() query: unknown) {
-    return this.queries.history(principal, parseId(executionId, 'executionId'), query);
+  history(
+    @CurrentPrincipal() principal: Principal,
+    @Param('executionId') executionId: string,
+    @Query() query: unknown,
+    @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
+  ) {
+    return this.queries.history(principal, parseId(executionId, 'executionId'), query, minPosition);
   }
 
   @Post('executions/:executionId/cancel')

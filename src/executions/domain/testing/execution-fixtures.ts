@@ -12,6 +12,7 @@ import type {
   RequestRedrive,
   StartExecution,
   TimeOutAttempt,
+  TimeOutExecution,
 } from '../execution.commands.js';
 import { executionDecider } from '../execution.decider.js';
 import type { AttemptReason, ExecutionError, ExecutionEvent, RetryPolicy, Timeouts, WorkflowSnapshot } from '../execution.events.js';
@@ -125,6 +126,10 @@ export function timeOutAttempt(o: { attemptId?: string; nextAttemptId?: string; 
   };
 }
 
+export function timeOutExecution(o: { at: number }): TimeOutExecution {
+  return { type: 'TimeOutExecution', data: {}, metadata: meta(o.at, 'watchdog') };
+}
+
 export function requestCancel(o: { at: number; reason?: string | null }): RequestCancel {
   return { type: 'RequestCancel', data: { reason: o.reason === undefined ? 'no longer needed' : o.reason }, metadata: meta(o.at, OPERATOR) };
 }
@@ -213,7 +218,7 @@ export const attemptFailed = (o: AttemptEndInput & { error: ExecutionError }): E
   type: 'AttemptFailed',
   data: { attemptId: o.attemptId ?? ATTEMPT_1, error: o.error, at: iso(o.at) },
 });
-export const attemptTimedOut = (o: AttemptEndInput & { reason: 'lease_expired' | 'queue_deadline'; deadline: number }): ExecutionEvent => ({
+export const attemptTimedOut = (o: AttemptEndInput & { reason: 'lease_expired' | 'queue_deadline' | 'execution_deadline'; deadline: number }): ExecutionEvent => ({
   type: 'AttemptTimedOut',
   data: { attemptId: o.attemptId ?? ATTEMPT_1, reason: o.reason, deadline: iso(o.deadline), at: iso(o.at) },
 });

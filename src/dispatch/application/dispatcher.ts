@@ -1,0 +1,150 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Bus, TOPICS } from '../../core/bus.port.js';
+import type { Clock } from '../../core/clock.port.js';
+import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
+import type { Logger } from '../../core/logger.js';
+import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
+import type { ExecutionEventOf } from '../../executions/domain/execution.events.js';
+import { type CheckpointStore, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
+import type { SqlClient } from '../../postgres/sql-client.port.js';
+import { type DispatchMessage, dispatchMessageId, toOutgoing } from '../dispatch-message.js';
+import type { DispatchSchedule } from '../infrastructure/dispatch-schedule.js';
+
+export interface DispatcherDeps {
+  store: EventStore;
+  bus: Bus;
+  /** The read-model Postgres: checkpoint and schedule commit in one of its transactions. */
+  sql: SqlClient;
+  checkpoints: CheckpointStore;
+  schedule: DispatchSchedule;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface DispatcherOptions {
+  /** Checkpoint name; two dispatchers with one name share their progress. */
+  name?: string;
+  batchSize?: number;
+  /** How often held-back dispatches are checked for being due. */
+  scheduleTickMs?: number;
+  scheduleBatchSize?: number;
+  /** Partitions of the dispatch topic when the dispatcher has to create it. */
+  partitions?: number;
+}
+
+const EXECUTION_PREFIX = 'execution-';
+
+/**
+ * Turns every `AttemptScheduled` of the global log into one dispatch message (DESIGN.md
+ * "dispatcher"). At-least-once: a restart re-reads from the checkpoint and may publish some
+ * messages again; workers dedupe by claim.
+ */
+export class Dispatcher {
+  private readonly options: Required<DispatcherOptions>;
+  private subscription: RunningSubscription | null = null;
+  private timer: { abort: AbortController; done: Promise<void> } | null = null;
+
+  constructor(
+    private readonly deps: DispatcherDeps,
+    options: DispatcherOptions = {},
+  ) {
+    this.options = { name: 'dispatcher', batchSize: 500, scheduleTickMs: 250, scheduleBatchSize: 500, partitions: 12, ...options };
+  }
+
+  async start(): Promise<void> {
+    if (this.subscription) return;
+    await this.deps.bus.ensureTopics([{ topic: TOPICS.dispatch, partitions: this.options.partitions }]);
+    this.subscription = startCheckpointedSubscription({
+      name: this.options.name,
+      store: this.deps.store,
+      checkpoints: this.deps.checkpoints,
+      streamPrefixes: [EXECUTION_PREFIX],
+      batchSize: this.options.batchSize,
+      handle: (batch) => this.dispatchBatch(batch),
+      logger: this.deps.logger,
+    });
+    const abort = new AbortController();
+    this.timer = { abort, done: this.runScheduleTimer(abort.signal) };
+  }
+
+  async stop(): Promise<void> {
+    const { subscription, timer } = this;
+    this.subscription = null;
+    this.timer = null;
+    timer?.abort.abort();
+    await Promise.all([subscription?.stop(), timer?.done]);
+  }
+
+  /** One publish per batch; held-back retries and the checkpoint then commit together. */
+  async dispatchBatch(batch: readonly RecordedEvent[]): Promise<void> {
+    const now = this.deps.clock.now().getTime();
+    const due: DispatchMessage[] = [];
+    const later: DispatchMessage[] = [];
+    for (const recorded of batch) {
+      if (recorded.type !== 'AttemptScheduled') continue;
+      const event = parseExecutionEvent(recorded) as ExecutionEventOf<'AttemptScheduled'>;
+      const message = await this.messageOf(recorded, event.data);
+      (Date.parse(message.notBefore) > now ? later : due).push(message);
+    }
+    if (due.length > 0) await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
+    const last = batch[batch.length - 1];
+    if (last === undefined) return;
+    // Promise 1: the log is the outbox. The checkpoint moves only once the broker acked this
+    // batch's dispatches and the held-back ones are stored, so no crash can lose one.
+    await this.deps.sql.transaction(async (tx) => {
+      await this.deps.schedule.add(later, tx);
+      await this.deps.checkpoints.save(this.options.name, last.position, tx);
+    });
+  }
+
+  /** Publishes held-back dispatches whose time has come; returns how many. */
+  async publishDue(): Promise<number> {
+    let published = 0;
+    for (;;) {
+      const due = await this.deps.schedule.due(this.deps.clock.now(), this.options.scheduleBatchSize);
+      if (due.length === 0) return published;
+      await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
+      // Deleted only after the ack: a crash in between publishes them again, never loses them.
+      await this.deps.schedule.remove(due.map((m) => m.messageId));
+      published += due.length;
+      if (due.length < this.options.scheduleBatchSize) return published;
+    }
+  }
+
+  private async runScheduleTimer(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        await this.publishDue();
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        this.deps.logger.warn('publishing held-back dispatches failed; retrying', { err: error, failures });
+      }
+      const waitMs = failures === 0 ? this.options.scheduleTickMs : Math.min(5_000, this.options.scheduleTickMs * 2 ** failures);
+      await sleep(waitMs, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  private async messageOf(recorded: RecordedEvent, data: ExecutionEventOf<'AttemptScheduled'>['data']): Promise<DispatchMessage> {
+    const executionId = typeof recorded.metadata['executionId'] === 'string' ? recorded.metadata['executionId'] : recorded.streamId.slice(EXECUTION_PREFIX.length);
+    const workspaceId = typeof recorded.metadata['workspaceId'] === 'string' ? recorded.metadata['workspaceId'] : await this.workspaceOf(recorded.streamId);
+    return {
+      messageId: dispatchMessageId(data.attemptId),
+      executionId,
+      attemptId: data.attemptId,
+      attemptNumber: data.attemptNumber,
+      workspaceId,
+      queueDeadline: data.queueDeadline,
+      notBefore: data.notBefore,
+    };
+  }
+
+  /** Events appended before workspaceId rode in their metadata: ask the stream's first event. */
+  private async workspaceOf(streamId: string): Promise<string> {
+    const [first] = await this.deps.store.readStream(streamId, { maxCount: 1 });
+    const event = first ? parseExecutionEvent(first) : undefined;
+    if (event?.type !== 'ExecutionStarted') throw new Error(`stream ${streamId} does not start with ExecutionStarted`);
+    return event.data.workspaceId;
+  }
+}

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { executionErrorSchema } from '../../executions/domain/execution.events.js';
+
+/** Larger messages are dead-lettered unread (promise 11: limits on message size). */
+export const MAX_RESULT_MESSAGE_BYTES = 1024 * 1024;
+
+const id = z.string().min(1).max(200);
+
+export const RESULT_KINDS = [
+  'node_started',
+  'node_succeeded',
+  'node_failed',
+  'node_skipped',
+  'attempt_succeeded',
+  'attempt_failed',
+  'attempt_cancelled',
+  'attempt_suspended',
+] as const;
+
+/**
+ * A worker result on `flostra.results.v1` (API.md "Worker protocol"). Extensions: `reason` (why a
+ * node was skipped) and `attempt_suspended` (the attempt stopped at the approval node `nodeId`;
+ * `output.action` is the exact action to approve). Node results name their node.
+ */
+export const resultMessageSchema = z
+  .object({
+    messageId: id,
+    executionId: id,
+    attemptId: id,
+    workerId: id,
+    fencingToken: z.number().int().min(1),
+    sequence: z.number().int().min(0),
+    kind: z.enum(RESULT_KINDS),
+    nodeId: id.optional(),
+    output: z.unknown().optional(),
+    error: executionErrorSchema.optional(),
+    reason: z.string().max(1024).optional(),
+  })
+  .refine((m) => !m.kind.startsWith('node_') || m.nodeId !== undefined, { message: 'nodeId is required for node results', path: ['nodeId'] })
+  .refine((m) => m.kind !== 'attempt_suspended' || m.nodeId !== undefined, { message: 'nodeId is required for a suspended attempt', path: ['nodeId'] });
+
+export type ResultMessage = z.infer<typeof resultMessageSchema>;
+
+export type ParsedResult = { ok: true; result: ResultMessage } | { ok: false; code: 'payload_too_large' | 'validation_failed'; message: string };
+
+/** Size, JSON and schema checks at the edge; nothing downstream sees an unchecked message. */
+export function parseResultMessage(text: string, maxBytes: number = MAX_RESULT_MESSAGE_BYTES): ParsedResult {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) return { ok: false, code: 'payload_too_large', message: `message is ${bytes} bytes; the limit is ${maxBytes}` };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, code: 'validation_failed', message: `not JSON: ${(error as Error).message}` };
+  }
+  const parsed = resultMessageSchema.safeParse(json);
+  if (!parsed.success) return { ok: false, code: 'validation_failed', message: z.prettifyError(parsed.error) };
+  return { ok: true, result: parsed.data };
+}

@@ -1,0 +1,151 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock } from '../../core/clock.port.js';
+import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
+import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
+import type { IdGenerator } from '../../core/ids.js';
+import type { Logger } from '../../core/logger.js';
+import type { ExecutionRunner } from '../../executions/application/execution-runner.js';
+import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
+import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
+import { isFinal } from '../../executions/domain/execution.state.js';
+import { executionDeadline } from '../../executions/domain/time-out-execution.js';
+import { type CheckpointStore, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
+import type { SqlClient } from '../../postgres/sql-client.port.js';
+import type { DeadlineTable, DueDeadline } from '../infrastructure/deadline-table.js';
+import { planDeadlines } from './deadline-plan.js';
+
+export interface WatchdogDeps {
+  store: EventStore;
+  runner: Pick<ExecutionRunner, 'run' | 'load'>;
+  /** The read-model Postgres: deadlines and the checkpoint commit in one of its transactions. */
+  sql: SqlClient;
+  checkpoints: CheckpointStore;
+  deadlines: DeadlineTable;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+}
+
+export interface WatchdogOptions {
+  name?: string;
+  batchSize?: number;
+  /** How often due deadlines are looked for. */
+  tickMs?: number;
+  /** Deadlines fired per look, and how many at once. */
+  dueBatchSize?: number;
+  concurrency?: number;
+  /** Backoff of a deadline whose firing keeps failing. */
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+/**
+ * Turns expired leases, queue deadlines and execution deadlines into commands (DESIGN.md
+ * "watchdog"). The deadlines come from a checkpointed subscription; the decider has the last
+ * word on whether one really passed, so a heartbeat that wins the race keeps its attempt.
+ */
+export class Watchdog {
+  private readonly options: Required<WatchdogOptions>;
+  private subscription: RunningSubscription | null = null;
+  private timer: { abort: AbortController; done: Promise<void> } | null = null;
+
+  constructor(
+    private readonly deps: WatchdogDeps,
+    options: WatchdogOptions = {},
+  ) {
+    this.options = { name: 'watchdog', batchSize: 500, tickMs: 250, dueBatchSize: 100, concurrency: 8, backoff: { initialMs: 1_000, maxMs: 60_000 }, ...options };
+  }
+
+  start(): void {
+    if (this.subscription) return;
+    this.subscription = startCheckpointedSubscription({
+      name: this.options.name,
+      store: this.deps.store,
+      checkpoints: this.deps.checkpoints,
+      streamPrefixes: ['execution-'],
+      batchSize: this.options.batchSize,
+      handle: (batch) => this.track(batch),
+      logger: this.deps.logger,
+    });
+    const abort = new AbortController();
+    this.timer = { abort, done: this.runTimer(abort.signal) };
+  }
+
+  async stop(): Promise<void> {
+    const { subscription, timer } = this;
+    this.subscription = null;
+    this.timer = null;
+    timer?.abort.abort();
+    await Promise.all([subscription?.stop(), timer?.done]);
+  }
+
+  /** Applies one batch of execution events to the deadlines, with the checkpoint, in one transaction. */
+  async track(batch: readonly RecordedEvent[]): Promise<void> {
+    const events = batch.map((recorded) => ({ executionId: recorded.streamId.slice('execution-'.length), event: parseExecutionEvent(recorded) }));
+    // A redrive starts a new run whose deadline depends on the workflow: read it from the
+    // stream, outside the transaction (in embedded mode both share one PGlite connection).
+    const runDeadlines = new Map<string, number | null>();
+    for (const { executionId, event } of events) {
+      if (event.type !== 'RedriveRequested' || runDeadlines.has(executionId)) continue;
+      const { state } = await this.deps.runner.load(executionId);
+      runDeadlines.set(executionId, isFinal(state) ? null : Date.parse(executionDeadline(state)));
+    }
+    const plan = planDeadlines(events, runDeadlines);
+    const last = batch[batch.length - 1];
+    if (last === undefined) return;
+    await this.deps.sql.transaction(async (tx) => {
+      await this.deps.deadlines.apply(plan, tx);
+      await this.deps.checkpoints.save(this.options.name, last.position, tx);
+    });
+  }
+
+  /** Fires every deadline due now (bounded batches); returns how many were fired. */
+  async fireDue(): Promise<number> {
+    const due = await this.deps.deadlines.due(this.deps.clock.now().getTime(), this.options.dueBatchSize);
+    for (let i = 0; i < due.length; i += this.options.concurrency) {
+      await Promise.all(due.slice(i, i + this.options.concurrency).map((deadline) => this.fire(deadline)));
+    }
+    return due.length;
+  }
+
+  private async fire(deadline: DueDeadline): Promise<void> {
+    const metadata = { now: this.deps.clock.now(), actor: 'watchdog' };
+    const command: ExecutionCommand =
+      deadline.kind === 'attempt'
+        ? { type: 'TimeOutAttempt', data: { attemptId: deadline.attemptId!, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() }, metadata }
+        : { type: 'TimeOutExecution', data: {}, metadata };
+    try {
+      // Promise 4, its watchdog half: an attempt nobody claimed by its queue deadline, or whose
+      // lease ran out, times out by command; the decider refuses if a heartbeat moved the lease.
+      const outcome = await this.deps.runner.run(deadline.executionId, command);
+      if (outcome.appended) this.deps.logger.info('deadline passed', { executionId: deadline.executionId, kind: deadline.kind, attemptId: deadline.attemptId });
+      await this.deps.deadlines.remove(deadline);
+    } catch (error) {
+      const notDueUntil = error instanceof InvalidStateError ? error.details?.['deadline'] : undefined;
+      if (typeof notDueUntil === 'string') return this.deps.deadlines.defer(deadline, Date.parse(notDueUntil));
+      // The attempt ended or was superseded: there is nothing left to time out.
+      if (error instanceof StaleAttemptError || error instanceof NotFoundError) return this.deps.deadlines.remove(deadline);
+      const { initialMs, maxMs } = this.options.backoff;
+      const delayMs = Math.min(maxMs, initialMs * 2 ** deadline.failures);
+      this.deps.logger.warn('firing a deadline failed; backing off', { err: error, executionId: deadline.executionId, kind: deadline.kind, retryInMs: delayMs });
+      await this.deps.deadlines.backOff(deadline, this.deps.clock.now().getTime() + delayMs);
+    }
+  }
+
+  private async runTimer(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      let fired = 0;
+      try {
+        fired = await this.fireDue();
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        this.deps.logger.warn('watchdog timer failed; retrying', { err: error, failures });
+      }
+      // A full batch means more may be due: look again at once.
+      if (fired === this.options.dueBatchSize) continue;
+      const waitMs = failures === 0 ? this.options.tickMs : Math.min(5_000, this.options.tickMs * 2 ** failures);
+      await sleep(waitMs, undefined, { signal }).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,102 @@
+import { ensureTables } from '../../postgres/checkpoint-store.js';
+import type { SqlClient, SqlQueryable } from '../../postgres/sql-client.port.js';
+import type { Deadline, DeadlineKind, DeadlinePlan } from '../application/deadline-plan.js';
+
+/** A deadline as the timer picked it, with how often firing it failed so far. */
+export interface DueDeadline extends Deadline {
+  failures: number;
+}
+
+interface Row {
+  execution_id: string;
+  kind: DeadlineKind;
+  attempt_id: string | null;
+  due_ms: string | number;
+  failures: number;
+}
+
+/**
+ * `watchdog_deadlines` in the read-model Postgres. Times are epoch milliseconds, so the timer's
+ * conditional updates compare exactly what they read. Updates after a firing are conditional on
+ * the deadline still being the one fired (same attempt; for the execution's, same due time):
+ * the subscription may have replaced it meanwhile, and its version wins.
+ */
+export class DeadlineTable {
+  private constructor(private readonly sql: SqlClient) {}
+
+  static async open(sql: SqlClient): Promise<DeadlineTable> {
+    await ensureTables(sql, [
+      `create table if not exists watchdog_deadlines (
+        execution_id text not null,
+        kind text not null check (kind in ('attempt', 'execution')),
+        attempt_id text,
+        due_ms bigint not null,
+        failures integer not null default 0,
+        primary key (execution_id, kind)
+      )`,
+      `create index if not exists watchdog_deadlines_due_idx on watchdog_deadlines (due_ms)`,
+    ]);
+    return new DeadlineTable(sql);
+  }
+
+  /** Two statements whatever the batch size; `tx` is the transaction that moves the checkpoint. */
+  async apply(plan: DeadlinePlan, tx: SqlQueryable): Promise<void> {
+    if (plan.removals.length > 0) {
+      await tx.query(
+        `delete from watchdog_deadlines d using jsonb_array_elements($1::jsonb) r
+         where d.execution_id = r->>'executionId' and d.kind = r->>'kind'
+           and (r->>'attemptId' is null or d.attempt_id = r->>'attemptId')`,
+        [JSON.stringify(plan.removals)],
+      );
+    }
+    if (plan.upserts.length > 0) {
+      await tx.query(
+        `insert into watchdog_deadlines (execution_id, kind, attempt_id, due_ms, failures)
+         select r->>'executionId', r->>'kind', r->>'attemptId', (r->>'dueMs')::bigint, 0 from jsonb_array_elements($1::jsonb) r
+         on conflict (execution_id, kind) do update
+           set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`,
+        [JSON.stringify(plan.upserts)],
+      );
+    }
+  }
+
+  async due(nowMs: number, limit: number): Promise<DueDeadline[]> {
+    const { rows } = await this.sql.query<Row>(
+      'select execution_id, kind, attempt_id, due_ms, failures from watchdog_deadlines where due_ms <= $1 order by due_ms limit $2',
+      [nowMs, limit],
+    );
+    return rows.map(toDeadline);
+  }
+
+  /** Every deadline of one execution (operations and tests). */
+  async of(executionId: string): Promise<DueDeadline[]> {
+    const { rows } = await this.sql.query<Row>(
+      'select execution_id, kind, attempt_id, due_ms, failures from watchdog_deadlines where execution_id = $1 order by kind',
+      [executionId],
+    );
+    return rows.map(toDeadline);
+  }
+
+  async remove(fired: DueDeadline): Promise<void> {
+    await this.sql.query(`delete from watchdog_deadlines where ${SAME_DEADLINE}`, identity(fired));
+  }
+
+  /** Not due after all (a heartbeat won, a redrive moved it): wait until the deadline the decider named. */
+  async defer(fired: DueDeadline, untilMs: number): Promise<void> {
+    await this.sql.query(`update watchdog_deadlines set due_ms = greatest(due_ms, $5), failures = 0 where ${SAME_DEADLINE}`, [...identity(fired), untilMs]);
+  }
+
+  /** Firing failed: try again later, later each time. */
+  async backOff(fired: DueDeadline, untilMs: number): Promise<void> {
+    await this.sql.query(`update watchdog_deadlines set due_ms = $5, failures = failures + 1 where ${SAME_DEADLINE}`, [...identity(fired), untilMs]);
+  }
+}
+
+const SAME_DEADLINE = `execution_id = $1 and kind = $2
+  and (case when kind = 'attempt' then attempt_id = $3 else due_ms = $4 end)`;
+
+const identity = (d: DueDeadline): unknown[] => [d.executionId, d.kind, d.attemptId, d.dueMs];
+
+function toDeadline(row: Row): DueDeadline {
+  return { executionId: row.execution_id, kind: row.kind, attemptId: row.attempt_id, dueMs: Number(row.due_ms), failures: row.failures };
+}

@@ -1,0 +1,110 @@
+import type { Bus } from '../../core/bus.port.js';
+import type { Logger } from '../../core/logger.js';
+import { runDag } from '../dag/dag-runner.js';
+import type { ExecuteNode } from '../dag/dag.types.js';
+import { ClaimRefusedError, type ClaimReply, type ControlPlaneClient } from './control-plane.client.js';
+import type { DispatchMessage } from '../../dispatch/dispatch-message.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { ResultPublisher } from './result-publisher.js';
+
+export interface AttemptRunnerOptions {
+  bus: Bus;
+  client: ControlPlaneClient;
+  executeNode: ExecuteNode;
+  workerId: string;
+  logger: Logger;
+  /** Nodes of one attempt running at once. */
+  nodeConcurrency: number;
+}
+
+export type AttemptEnd = 'not_claimed' | 'succeeded' | 'failed' | 'cancelled' | 'suspended' | 'lease_lost';
+
+/**
+ * Runs one dispatched attempt: claim (only the winner runs), heartbeat, run the DAG, publish
+ * every result, and resolve only once the terminal result was acknowledged by the broker — the
+ * caller commits the dispatch offset after that.
+ */
+export class AttemptRunner {
+  constructor(private readonly options: AttemptRunnerOptions) {}
+
+  async run(dispatch: DispatchMessage): Promise<AttemptEnd> {
+    const { client, workerId, logger } = this.options;
+    const log = logger.child({ executionId: dispatch.executionId, attemptId: dispatch.attemptId });
+    let claim: ClaimReply;
+    try {
+      claim = await client.claim(dispatch.executionId, dispatch.attemptId, workerId);
+    } catch (error) {
+      if (error instanceof ClaimRefusedError) {
+        log.info('claim refused; another worker holds it or it is no longer current', { code: error.code });
+        return 'not_claimed';
+      }
+      throw error;
+    }
+    const controller = new AbortController();
+    const keeper = new LeaseKeeper(client, { ...claim, workerId }, controller, log);
+    const publisher = new ResultPublisher(this.options.bus, { executionId: claim.executionId, attemptId: claim.attemptId, workerId, fencingToken: claim.fencingToken });
+    keeper.start();
+    try {
+      const result = await runDag({
+        graph: claim.workflow.graph,
+        input: claim.input,
+        completedNodes: claim.completedNodes,
+        executionId: claim.executionId,
+        attemptId: claim.attemptId,
+        signal: controller.signal,
+        concurrency: this.options.nodeConcurrency,
+        executeNode: this.options.executeNode,
+        report: (event) => publisher.publish(event),
+      });
+      switch (result.outcome) {
+        case 'succeeded':
+          await publisher.publish({ kind: 'attempt_succeeded', output: result.output });
+          return 'succeeded';
+        case 'failed':
+          await publisher.publish({ kind: 'attempt_failed', error: result.error });
+          return 'failed';
+        case 'suspended': {
+          const approval = result.approvals[0]!;
+          await publisher.publish({
+            kind: 'attempt_suspended',
+            nodeId: approval.nodeId,
+            output: { action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs } },
+          });
+          return 'suspended';
+        }
+        case 'cancelled':
+          if (keeper.reason === 'cancel_requested') {
+            await publisher.publish({ kind: 'attempt_cancelled' });
+            return 'cancelled';
+          }
+          // The lease is gone: anything reported now would be refused, so report nothing.
+          log.warn('attempt stopped after losing its lease');
+          return 'lease_lost';
+      }
+    } catch (error) {
+      // Promise 6: a result that could not be published fails the attempt visibly.
+      return await this.failVisibly(claim, publisher, error, log);
+    } finally {
+      keeper.stop();
+    }
+  }
+
+  private async failVisibly(claim: ClaimReply, publisher: ResultPublisher, cause: unknown, log: Logger): Promise<AttemptEnd> {
+    const error = { code: 'result_publish_failed', message: `a result could not be published: ${String(cause)}`.slice(0, 1000), retryable: true };
+    log.error('attempt failed: results could not be published', { error: String(cause) });
+    try {
+      await publisher.publish({ kind: 'attempt_failed', error });
+      return 'failed';
+    } catch {
+      // The bus is down: tell the control plane directly. If that fails too, the caller does not
+      // commit the dispatch; the lease expires and the watchdog retries the attempt.
+      await this.options.client.complete(claim.executionId, claim.attemptId, {
+        workerId: this.options.workerId,
+        fencingToken: claim.fencingToken,
+        outcome: 'failed',
+        error,
+      });
+      return 'failed';
+    }
+  }
+}

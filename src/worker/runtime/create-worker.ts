@@ -1,0 +1,33 @@
+import type { Bus } from '../../core/bus.port.js';
+import type { Logger } from '../../core/logger.js';
+import { createEgressGuard } from '../egress/egress-guard.js';
+import { createNodeRegistry } from '../nodes/node-registry.js';
+import { WorkerService } from './worker.service.js';
+
+export interface CreateWorkerOptions {
+  bus: Bus;
+  apiUrl: string;
+  token: string;
+  logger: Logger;
+  concurrency: number;
+  /** Allowlist entries: CIDRs (contain "/") or host names. */
+  egressAllow: readonly string[];
+  workerId?: string;
+}
+
+/** A worker with every node type, its http nodes behind the egress guard. */
+export function createWorker(options: CreateWorkerOptions): WorkerService {
+  const cidrs = options.egressAllow.filter((entry) => entry.includes('/'));
+  const hosts = options.egressAllow.filter((entry) => !entry.includes('/'));
+  const registry = createNodeRegistry({ egress: createEgressGuard({ allow: { cidrs, hosts } }) });
+  return new WorkerService({
+    bus: options.bus,
+    apiUrl: options.apiUrl,
+    token: options.token,
+    executeNode: registry.execute,
+    logger: options.logger,
+    concurrency: options.concurrency,
+    nodeConcurrency: 4,
+    workerId: options.workerId,
+  });
+}

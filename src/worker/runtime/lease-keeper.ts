@@ -1,0 +1,66 @@
+import type { Logger } from '../../core/logger.js';
+import { ClaimRefusedError, type ControlPlaneClient } from './control-plane.client.js';
+
+export type StopReason = 'cancel_requested' | 'lease_lost';
+
+/**
+ * Heartbeats a claimed attempt at the interval the claim reply gave. It aborts the run through
+ * `controller` when the control plane asks for cancellation (promise 7) or refuses the
+ * heartbeat, or when the lease ran out without an answered heartbeat: the worker then stops
+ * scheduling nodes, since nothing it reports would be accepted (promises 3 and 4).
+ */
+export class LeaseKeeper {
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private leaseExpiresAt: number;
+  reason: StopReason | null = null;
+
+  constructor(
+    private readonly client: ControlPlaneClient,
+    private readonly claim: { executionId: string; attemptId: string; workerId: string; fencingToken: number; leaseExpiresAt: string; heartbeatIntervalMs: number },
+    private readonly controller: AbortController,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.leaseExpiresAt = Date.parse(claim.leaseExpiresAt);
+  }
+
+  start(): void {
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.beat(), this.claim.heartbeatIntervalMs);
+    this.timer.unref();
+  }
+
+  private async beat(): Promise<void> {
+    if (this.stopped) return;
+    const { executionId, attemptId, workerId, fencingToken } = this.claim;
+    try {
+      const reply = await this.client.heartbeat(executionId, attemptId, workerId, fencingToken);
+      this.leaseExpiresAt = Date.parse(reply.leaseExpiresAt);
+      if (reply.cancelRequested) this.abort('cancel_requested');
+    } catch (error) {
+      if (error instanceof ClaimRefusedError) {
+        this.logger.warn('heartbeat refused: stopping the attempt', { executionId, attemptId, code: error.code });
+        this.abort('lease_lost');
+        return;
+      }
+      this.logger.warn('heartbeat failed; will retry', { executionId, attemptId, error: String(error) });
+      if (this.now() >= this.leaseExpiresAt) this.abort('lease_lost');
+    }
+    this.schedule();
+  }
+
+  private abort(reason: StopReason): void {
+    if (this.reason === null) this.reason = reason;
+    this.controller.abort(new Error(reason));
+  }
+}

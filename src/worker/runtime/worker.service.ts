@@ -1,0 +1,114 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { TOPICS, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
+import type { Logger } from '../../core/logger.js';
+import { dispatchMessageSchema } from '../../dispatch/dispatch-message.js';
+import type { ExecuteNode } from '../dag/dag.types.js';
+import { AttemptRunner } from './attempt-runner.js';
+import { ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
+
+export const DISPATCH_DLQ_TOPIC = 'flostra.dispatch.dlq.v1';
+
+export interface WorkerOptions {
+  bus: Bus;
+  apiUrl: string;
+  token: string;
+  executeNode: ExecuteNode;
+  logger: Logger;
+  /** Attempts run at once (dispatch partitions handled concurrently). */
+  concurrency: number;
+  nodeConcurrency: number;
+  workerId?: string;
+}
+
+/**
+ * The worker process: consumes dispatch messages, runs each claimed attempt, and lets the bus
+ * commit a dispatch offset only once the attempt's terminal result was acknowledged.
+ */
+export class WorkerService {
+  readonly workerId: string;
+  private consumer: ConsumerHandle | null = null;
+  private stopping = false;
+  private readonly runner: AttemptRunner;
+  /** Attempts this process already ran: a redelivered dispatch is not claimed twice. */
+  private readonly seen = new Map<string, true>();
+
+  constructor(private readonly options: WorkerOptions) {
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.runner = new AttemptRunner({
+      bus: options.bus,
+      client: new ControlPlaneClient(options.apiUrl, options.token),
+      executeNode: options.executeNode,
+      workerId: this.workerId,
+      logger: options.logger.child({ component: 'worker', workerId: this.workerId }),
+      nodeConcurrency: options.nodeConcurrency,
+    });
+  }
+
+  async start(): Promise<void> {
+    this.stopping = false;
+    this.consumer = await this.options.bus.consume({
+      groupId: 'flostra-workers',
+      topic: TOPICS.dispatch,
+      concurrency: this.options.concurrency,
+      handle: (message) => this.handle(message),
+      onCrash: (error) => {
+        // The failed message was not committed: a fresh consumer gets it again.
+        this.options.logger.error('worker consumer stopped; restarting it', { error: String(error) });
+        if (!this.stopping) setTimeout(() => void this.start().catch((e) => this.options.logger.error('worker restart failed', { error: String(e) })), 1_000).unref();
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.consumer?.stop();
+    this.consumer = null;
+  }
+
+  private async handle(message: IncomingMessage): Promise<void> {
+    const parsed = parseJson(message.value);
+    const dispatch = parsed === undefined ? null : dispatchMessageSchema.safeParse(parsed);
+    if (!dispatch?.success) {
+      // Promise 11: an unreadable dispatch goes to a dead-letter topic with the reason.
+      const reason = dispatch ? dispatch.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') : 'not JSON';
+      await this.options.bus.publish(DISPATCH_DLQ_TOPIC, [
+        { key: message.key, value: JSON.stringify({ reason: { code: 'validation_failed', message: reason }, original: message.value, topic: message.topic, partition: message.partition, offset: message.offset }) },
+      ]);
+      return;
+    }
+    const { attemptId } = dispatch.data;
+    if (this.seen.has(attemptId)) return;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.runner.run(dispatch.data);
+        break;
+      } catch (error) {
+        // The control plane is down: the attempt was not claimed (or its end not reported).
+        // Retry while the queue deadline allows; after that the claim would be refused anyway.
+        if (!(error instanceof ControlPlaneUnavailableError)) throw error;
+        if (Date.now() >= Date.parse(dispatch.data.queueDeadline)) {
+          // Past the deadline a claim is refused anyway; an attempt that ran but could not report
+          // loses its lease and the watchdog retries it. Nothing is lost by moving on.
+          this.options.logger.warn('control plane unreachable past the queue deadline; leaving the attempt to the watchdog', { attemptId, error: String(error) });
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** attempt)));
+      }
+    }
+    this.remember(attemptId);
+  }
+
+  private remember(attemptId: string): void {
+    this.seen.set(attemptId, true);
+    if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value!);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
