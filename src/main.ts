@@ -1,10 +1,11 @@
 import 'reflect-metadata';
-import { ConfigError, isEmbedded, loadConfig, runsRole } from './config/config.js';
+import { type AppConfig, ConfigError, isEmbedded, loadConfig, runsRole } from './config/config.js';
+import { KafkaBus } from './bus/kafka/kafka-bus.js';
 import { createWorker } from './worker/runtime/create-worker.js';
 import type { WorkerService } from './worker/runtime/worker.service.js';
 import { systemClock } from './core/clock.port.js';
 import { randomIds } from './core/ids.js';
-import { createLogger } from './core/logger.js';
+import { createLogger, type Logger } from './core/logger.js';
 import { loadTokens } from './auth/tokens.loader.js';
 import { createApp } from './app/create-app.js';
 import { openInfrastructure } from './app/infrastructure.js';
@@ -24,6 +25,7 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger({ level: config.logLevel });
+  if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger);
   const { registry, devTokens } = await loadTokens(config);
   const infra = await openInfrastructure(config, logger);
   const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, bus: infra.bus, clock: systemClock, ids: randomIds, logger, registry });
@@ -58,6 +60,28 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/**
+ * `FLOSTRA_ROLES=worker` (`npm run worker`): no store and no HTTP server of its own; the worker
+ * talks to the api over HTTP and to Kafka only.
+ */
+async function runWorkerOnly(config: AppConfig, logger: Logger): Promise<void> {
+  if (!config.apiUrl || !config.workerToken || !config.kafkaBrokers) {
+    throw new ConfigError('FLOSTRA_API_URL, FLOSTRA_WORKER_TOKEN, KAFKA_BROKERS: all required for a worker-only process', ['FLOSTRA_API_URL', 'FLOSTRA_WORKER_TOKEN', 'KAFKA_BROKERS']);
+  }
+  const bus = new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra-worker', logger });
+  const worker = createWorker({ bus, apiUrl: config.apiUrl, token: config.workerToken, logger, concurrency: config.workerConcurrency, egressAllow: config.egressAllow });
+  await worker.start();
+  process.stdout.write(`Flostra worker ${worker.workerId} is consuming dispatches for ${config.apiUrl}\n`);
+  const stop = async (signal: string) => {
+    logger.info('stopping', { signal });
+    await worker.stop();
+    await bus.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
 }
 
 main().catch((error: unknown) => {

@@ -12,6 +12,13 @@ import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
 import { AdjustableClock } from './adjustable-clock.js';
 import { createTestDatabase } from './postgres-server.js';
 import type { SqlClient } from '../../src/postgres/sql-client.port.js';
+import type { Bus } from '../../src/core/bus.port.js';
+import { InProcessBus } from '../../src/bus/in-process/in-process-bus.js';
+import { createWorker } from '../../src/worker/runtime/create-worker.js';
+import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
+import type { ProjectorOptions } from '../../src/projector/projector.js';
+import { ReadConsistency } from '../../src/projector/read-consistency.js';
+import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 
 export type StoreKind = 'pglite' | 'postgres';
 export const STORE_KINDS: StoreKind[] = ['pglite', 'postgres'];
@@ -42,7 +49,22 @@ export interface TestApp {
   store: EventStore;
   clock: AdjustableClock;
   app: NestExpressApplication;
+  bus: Bus;
+  worker: WorkerService | null;
+  /** The database of the read models (the store's own). */
+  readModelSql: SqlClient;
+  /** Resolves once every live read model has applied the log up to its head (or `position`). */
+  waitForProjections(position?: string | null): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  /** The bus: in-process by default; pass a KafkaBus for the full stack. */
+  bus?: Bus;
+  /** Also run a worker (over HTTP to this app, on the same bus). */
+  worker?: boolean | { concurrency?: number; egressAllow?: string[] };
+  /** Projector tunables and hooks (batch sizes, fault injection). */
+  projector?: Partial<ProjectorOptions>;
 }
 
 /** Opens a fresh store of the given kind (in-memory PGlite, or a new database on the test server). */
@@ -59,21 +81,40 @@ export async function openTestStore(kind: StoreKind): Promise<{ store: EventStor
 }
 
 /** The whole HTTP application on 127.0.0.1, over a real store, with an adjustable clock. */
-export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const opened = await openTestStore(kind);
   const clock = new AdjustableClock();
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
   const logger = createLogger({ level: 'silent' });
-  const app = await createApp({ config, store: opened.store, readModelSql: opened.sql, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES) });
+  const bus = options.bus ?? new InProcessBus();
+  const app = await createApp({ config, store: opened.store, readModelSql: opened.sql, bus, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES), projector: options.projector });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
+  const url = `http://127.0.0.1:${address.port}`;
+  let worker: WorkerService | null = null;
+  if (options.worker) {
+    const settings = options.worker === true ? {} : options.worker;
+    worker = createWorker({ bus, apiUrl: url, token: TOKENS.worker, logger, concurrency: settings.concurrency ?? 4, egressAllow: settings.egressAllow ?? [] });
+    await worker.start();
+  }
   return {
-    url: `http://127.0.0.1:${address.port}`,
+    url,
+    bus,
+    worker,
     store: opened.store,
     clock,
     app,
+    readModelSql: opened.sql,
+    waitForProjections: async (position) => {
+      const target = position ?? (await opened.store.headPosition());
+      if (target === null) return;
+      const consistency = app.get(ReadConsistency);
+      for (const definition of PROJECTION_DEFINITIONS) await consistency.waitFor(definition.name, { kind: 'position', position: target });
+    },
     async close() {
+      await worker?.stop();
       await app.close();
+      if (!options.bus) await bus.close();
       await opened.close();
     },
   };
