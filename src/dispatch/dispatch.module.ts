@@ -9,6 +9,8 @@ import { CheckpointStore } from '../postgres/checkpoint-store.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './application/dispatcher.js';
 import { DispatchSchedule } from './infrastructure/dispatch-schedule.js';
+import { UnclaimedDispatches } from './infrastructure/unclaimed-dispatches.js';
+import { InProcessBus } from '../bus/in-process/in-process-bus.js';
 
 /** Opens the dispatcher's tables and builds it (not started). */
 export async function createDispatcher(
@@ -16,7 +18,9 @@ export async function createDispatcher(
   options?: DispatcherOptions,
 ): Promise<Dispatcher> {
   const [checkpoints, schedule] = [await CheckpointStore.open(deps.sql), await DispatchSchedule.open(deps.sql)];
-  return new Dispatcher({ ...deps, checkpoints, schedule }, options);
+  // The in-process bus forgets everything on a restart; Kafka keeps what it acknowledged.
+  const unclaimed = deps.bus instanceof InProcessBus ? await UnclaimedDispatches.open(deps.sql) : undefined;
+  return new Dispatcher({ ...deps, checkpoints, schedule, unclaimed }, options);
 }
 
 /** Runs the dispatcher while the module lives, when FLOSTRA_ROLES includes `dispatcher`. */

@@ -41,12 +41,13 @@ function tail(text: string): string {
 }
 
 /** The built server as `npm start` runs it, on loopback, an ephemeral port and `dataDir`. */
-async function startServer(dataDir: string): Promise<Server> {
+async function startServer(dataDir: string, roles = 'api'): Promise<Server> {
   const env: NodeJS.ProcessEnv = { ...process.env, FLOSTRA_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' };
   // Whatever the outer environment says, this is the embedded default.
   for (const name of ['EVENT_STORE_URL', 'DATABASE_URL', 'KAFKA_BROKERS', 'FLOSTRA_TOKENS_FILE', 'FLOSTRA_MAX_BODY_BYTES']) delete env[name];
-  // Only the API: no in-process worker or watchdog may move an execution past what was acknowledged.
-  env.FLOSTRA_ROLES = 'api';
+  // By default only the API: no in-process worker or watchdog may move an execution past what
+  // was acknowledged.
+  env.FLOSTRA_ROLES = roles;
   const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let stdout = '';
@@ -230,5 +231,41 @@ describe('the embedded default after SIGKILL', () => {
     expect(demo.body).toEqual(demoBefore);
     expect(demo.body.revision).toBe(1);
     expectStatus(await api.get(`/v1/workspaces/${tokens.workspace}/workflows/demo?revision=2`, operator()), 404);
+  });
+});
+
+describe('the embedded default runs after a restart what was queued at SIGKILL', () => {
+  let dataDir: string;
+
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'flostra-embedded-queued-'));
+  });
+
+  afterAll(async () => {
+    for (const child of [...children]) await killHard(child).catch(() => undefined);
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('dispatches again, after the restart, an attempt the in-process bus lost with the process', async () => {
+    // Everything but the worker: the attempt is dispatched into the in-process bus and waits there.
+    const first = await startServer(dataDir, 'api,dispatcher,ingestor,projector,watchdog');
+    const tokens = readDevTokens(dataDir);
+    const started = await client(first.url).post(`/v1/workspaces/${tokens.workspace}/workflows/demo/executions`, {
+      token: tokens.admin,
+      body: { input: { name: 'after the crash' } },
+    });
+    expectStatus(started, 201);
+    await killHard(first.child);
+
+    const second = await startServer(dataDir, 'api,dispatcher,ingestor,projector,watchdog,worker');
+    const api = client(second.url);
+    const deadline = Date.now() + 60_000;
+    let view: HttpResult;
+    do {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      view = await api.get(`/v1/executions/${started.body.executionId}`, { token: tokens.admin });
+    } while (view.body?.status !== 'succeeded' && Date.now() < deadline);
+    expect({ status: view.body?.status, attempts: view.body?.attempts?.length }).toEqual({ status: 'succeeded', attempts: 1 });
+    expect(view.body.nodes.find((n: { nodeId: string }) => n.nodeId === 'shape').output).toEqual({ greeting: 'hello after the crash' });
   });
 });

@@ -9,6 +9,10 @@ import { type CheckpointStore, type RunningSubscription, startCheckpointedSubscr
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { type DispatchMessage, dispatchMessageId, toOutgoing } from '../dispatch-message.js';
 import type { DispatchSchedule } from '../infrastructure/dispatch-schedule.js';
+import type { UnclaimedDispatches } from '../infrastructure/unclaimed-dispatches.js';
+
+/** Events after which an attempt no longer waits in the queue. */
+const LEFT_THE_QUEUE = new Set(['AttemptClaimed', 'AttemptCancelled', 'AttemptTimedOut']);
 
 export interface DispatcherDeps {
   store: EventStore;
@@ -17,6 +21,8 @@ export interface DispatcherDeps {
   sql: SqlClient;
   checkpoints: CheckpointStore;
   schedule: DispatchSchedule;
+  /** Present when the bus loses messages on a restart: unclaimed dispatches are sent again. */
+  unclaimed?: UnclaimedDispatches;
   clock: Clock;
   logger: Logger;
 }
@@ -54,6 +60,11 @@ export class Dispatcher {
   async start(): Promise<void> {
     if (this.subscription) return;
     await this.deps.bus.ensureTopics([{ topic: TOPICS.dispatch, partitions: this.options.partitions }]);
+    const resend = (await this.deps.unclaimed?.all()) ?? [];
+    if (resend.length > 0) {
+      await this.deps.bus.publish(TOPICS.dispatch, resend.map(toOutgoing));
+      this.deps.logger.info('sent unclaimed dispatches again after a restart', { count: resend.length });
+    }
     this.subscription = startCheckpointedSubscription({
       name: this.options.name,
       store: this.deps.store,
@@ -80,7 +91,9 @@ export class Dispatcher {
     const now = this.deps.clock.now().getTime();
     const due: DispatchMessage[] = [];
     const later: DispatchMessage[] = [];
+    const left: string[] = [];
     for (const recorded of batch) {
+      if (LEFT_THE_QUEUE.has(recorded.type)) left.push((recorded.data as { attemptId: string }).attemptId);
       if (recorded.type !== 'AttemptScheduled') continue;
       const event = parseExecutionEvent(recorded) as ExecutionEventOf<'AttemptScheduled'>;
       const message = await this.messageOf(recorded, event.data);
@@ -93,6 +106,8 @@ export class Dispatcher {
     // batch's dispatches and the held-back ones are stored, so no crash can lose one.
     await this.deps.sql.transaction(async (tx) => {
       await this.deps.schedule.add(later, tx);
+      await this.deps.unclaimed?.add(due, tx);
+      await this.deps.unclaimed?.remove(left, tx);
       await this.deps.checkpoints.save(this.options.name, last.position, tx);
     });
   }
@@ -106,6 +121,7 @@ export class Dispatcher {
       await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
       // Deleted only after the ack: a crash in between publishes them again, never loses them.
       await this.deps.schedule.remove(due.map((m) => m.messageId));
+      if (this.deps.unclaimed) await this.deps.sql.transaction((tx) => this.deps.unclaimed!.add(due, tx));
       published += due.length;
       if (due.length < this.options.scheduleBatchSize) return published;
     }
