@@ -1,0 +1,189 @@
+import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { createApp } from '../src/app/create-app.js';
+import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
+import { KafkaBus } from '../src/bus/kafka/kafka-bus.js';
+import { TokenRegistry } from '../src/auth/token-registry.js';
+import { loadConfig } from '../src/config/config.js';
+import type { Bus } from '../src/core/bus.port.js';
+import { systemClock } from '../src/core/clock.port.js';
+import type { EventStore } from '../src/core/event-store.port.js';
+import { randomIds } from '../src/core/ids.js';
+import { createLogger } from '../src/core/logger.js';
+import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
+import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
+import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
+import type { SqlClient } from '../src/postgres/sql-client.port.js';
+import { createWorker } from '../src/worker/runtime/create-worker.js';
+import { startKafkaBroker } from '../test/support/kafka-broker.js';
+import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
+
+/**
+ * End-to-end throughput and latency: a 4-node diamond of `noop` nodes (A→B, A→C, B+C→D)
+ * started over HTTP and run by a worker through dispatcher, bus and ingestor, closed loop at
+ * several concurrencies. Completion is observed on the event store's own subscription, so the
+ * measurement adds no polling. Prints one JSON document on stdout; progress on stderr.
+ */
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP_SECONDS = 2;
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map(Number);
+const MODES = (process.env.BENCH_MODES ?? 'full,embedded').split(',');
+const TOKEN = 'bench-token';
+
+const DIAMOND = {
+  nodes: ['a', 'b', 'c', 'd'].map((id) => ({ id, type: 'noop' })),
+  edges: [
+    { from: 'a', to: 'b' },
+    { from: 'a', to: 'c' },
+    { from: 'b', to: 'd' },
+    { from: 'c', to: 'd' },
+  ],
+};
+
+interface Stack {
+  store: EventStore;
+  sql: SqlClient;
+  bus: Bus;
+  close(): Promise<void>;
+}
+
+const log = (message: string) => process.stderr.write(`[bench:e2e] ${message}\n`);
+
+/** Jiffies of every process on the machine (user + system), from /proc/stat. */
+function machineCpuSeconds(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
+  return (user + nice + system + irq + softirq) / 100;
+}
+
+async function openStack(mode: string): Promise<Stack> {
+  if (mode === 'embedded') {
+    const sql = await PgliteSqlClient.open();
+    const store = await PostgresEventStore.open(sql);
+    const bus = new InProcessBus();
+    return { store, sql, bus, close: async () => { await bus.close(); await store.close(); await sql.close(); } };
+  }
+  const postgres = await startPostgresServer();
+  const kafka = await startKafkaBroker({ reuseExisting: false });
+  const url = await createTestDatabase('bench_e2e', postgres.url);
+  const sql = new PgSqlClient({ connectionString: url, max: 20 });
+  const store = await PostgresEventStore.open(sql);
+  const bus = new KafkaBus({ brokers: kafka.brokers, clientId: 'bench', logger: createLogger({ level: 'warn' }) });
+  return {
+    store,
+    sql,
+    bus,
+    close: async () => {
+      await bus.close();
+      await store.close();
+      await sql.close();
+      await kafka.stop();
+      await postgres.stop();
+    },
+  };
+}
+
+async function runMode(mode: string) {
+  log(`${mode}: starting the stack`);
+  const stack = await openStack(mode);
+  const logger = createLogger({ level: 'silent' });
+  const config = loadConfig({ LOG_LEVEL: 'silent' });
+  const registry = new TokenRegistry([{ token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] }]);
+  const app = await createApp({ config, store: stack.store, readModelSql: stack.sql, bus: stack.bus, clock: systemClock, ids: randomIds, logger, registry });
+  await app.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  const worker = createWorker({ bus: stack.bus, apiUrl: url, token: TOKEN, logger, concurrency: 16, egressAllow: [] });
+  await worker.start();
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  await fetch(`${url}/v1/workspaces/bench/workflows/diamond`, { method: 'PUT', headers, body: JSON.stringify(DIAMOND) });
+
+  // Completion from the log itself: one subscription, no polling of the API.
+  const waiters = new Map<string, () => void>();
+  const abort = new AbortController();
+  const head = await stack.store.headPosition();
+  const following = (async () => {
+    for await (const batch of stack.store.subscribeToAll({ after: head, streamPrefixes: ['execution-'], signal: abort.signal })) {
+      for (const event of batch) {
+        if (event.type !== 'ExecutionSucceeded' && event.type !== 'ExecutionFailed') continue;
+        const id = event.streamId.slice('execution-'.length);
+        waiters.get(id)?.();
+        waiters.delete(id);
+      }
+    }
+  })().catch((error: unknown) => { if (!abort.signal.aborted) log(`subscription failed: ${String(error)}`); });
+
+  async function oneExecution(): Promise<number> {
+    const started = performance.now();
+    const response = await fetch(`${url}/v1/workspaces/bench/workflows/diamond/executions`, { method: 'POST', headers, body: '{}' });
+    if (response.status !== 201) throw new Error(`start answered ${response.status}: ${await response.text()}`);
+    const { executionId } = (await response.json()) as { executionId: string };
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`execution ${executionId} did not finish in 60 s`)), 60_000);
+      waiters.set(executionId, () => { clearTimeout(timer); resolve(); });
+    });
+    return performance.now() - started;
+  }
+
+  async function closedLoop(concurrency: number, seconds: number) {
+    const latencies: number[] = [];
+    const deadline = performance.now() + seconds * 1000;
+    const cpuBefore = process.cpuUsage();
+    const machineBefore = machineCpuSeconds();
+    const began = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) latencies.push(await oneExecution());
+    }));
+    const elapsed = (performance.now() - began) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    const machine = machineCpuSeconds() - machineBefore;
+    latencies.sort((a, b) => a - b);
+    const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0) * 10) / 10;
+    return {
+      concurrency,
+      executions: latencies.length,
+      executionsPerSec: Math.round((latencies.length / elapsed) * 10) / 10,
+      latencyMs: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99) },
+      cpuSecondsPerExecution: {
+        flostraProcess: Math.round(((cpu.user + cpu.system) / 1e6 / latencies.length) * 1e5) / 1e5,
+        wholeMachine: Math.round((machine / latencies.length) * 1e5) / 1e5,
+      },
+    };
+  }
+
+  const results = [];
+  for (const concurrency of CONCURRENCY) {
+    log(`${mode}: concurrency ${concurrency}, warm-up`);
+    await closedLoop(concurrency, WARMUP_SECONDS);
+    log(`${mode}: concurrency ${concurrency}, measuring ${SECONDS}s`);
+    results.push(await closedLoop(concurrency, SECONDS));
+  }
+  abort.abort();
+  await worker.stop();
+  await app.close();
+  await following;
+  await stack.close();
+  return {
+    mode,
+    stack: mode === 'embedded' ? 'PGlite (in memory) + in-process bus, one process' : 'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog+worker in one Node process',
+    results,
+  };
+}
+
+async function main() {
+  const report = {
+    benchmark: 'diamond workflow (4 noop nodes: A→B, A→C, B+C→D), closed loop, start→ExecutionSucceeded',
+    secondsPerCell: SECONDS,
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },
+    modes: [] as unknown[],
+  };
+  for (const mode of MODES) report.modes.push(await runMode(mode));
+  process.stdout.write(JSON.stringify(report) + '\n');
+  process.exit(0);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench:e2e failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
