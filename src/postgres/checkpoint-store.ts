@@ -110,3 +110,40 @@ export function startCheckpointedSubscription(options: CheckpointedSubscriptionO
     },
   };
 }
+
+/**
+ * Decides when a batch that changed nothing still moves the stored checkpoint: at most once per
+ * interval, and a skipped position is stored later by the owner's timer (`due`). Re-reading such
+ * batches after a crash is harmless, and skipping their transaction saves a write per appended
+ * event for subscribers that care about few event types.
+ */
+export class CheckpointThrottle {
+  private lastSavedAt = Number.NEGATIVE_INFINITY;
+  private pending: Position | null = null;
+
+  constructor(
+    private readonly intervalMs = 1_000,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Whether to store `position` now; when not, it is kept for `due`. */
+  shouldSave(batchChangedSomething: boolean, position: Position): boolean {
+    const now = this.now();
+    if (!batchChangedSomething && now - this.lastSavedAt < this.intervalMs) {
+      this.pending = position;
+      return false;
+    }
+    this.lastSavedAt = now;
+    this.pending = null;
+    return true;
+  }
+
+  /** A skipped position whose interval has passed: store it now (then it is no longer pending). */
+  due(): Position | null {
+    if (this.pending === null || this.now() - this.lastSavedAt < this.intervalMs) return null;
+    const position = this.pending;
+    this.pending = null;
+    this.lastSavedAt = this.now();
+    return position;
+  }
+}

@@ -5,7 +5,7 @@ import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { Logger } from '../../core/logger.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 import type { ExecutionEventOf } from '../../executions/domain/execution.events.js';
-import { type CheckpointStore, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
+import { type CheckpointStore, CheckpointThrottle, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { type DispatchMessage, dispatchMessageId, toOutgoing } from '../dispatch-message.js';
 import type { DispatchSchedule } from '../infrastructure/dispatch-schedule.js';
@@ -49,6 +49,7 @@ export class Dispatcher {
   private readonly options: Required<DispatcherOptions>;
   private subscription: RunningSubscription | null = null;
   private timer: { abort: AbortController; done: Promise<void> } | null = null;
+  private readonly throttle = new CheckpointThrottle();
 
   constructor(
     private readonly deps: DispatcherDeps,
@@ -102,6 +103,8 @@ export class Dispatcher {
     if (due.length > 0) await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
     const last = batch[batch.length - 1];
     if (last === undefined) return;
+    const changed = due.length + later.length + (this.deps.unclaimed ? left.length : 0) > 0;
+    if (!this.throttle.shouldSave(changed, last.position)) return;
     // Promise 1: the log is the outbox. The checkpoint moves only once the broker acked this
     // batch's dispatches and the held-back ones are stored, so no crash can lose one.
     await this.deps.sql.transaction(async (tx) => {
@@ -132,6 +135,8 @@ export class Dispatcher {
     while (!signal.aborted) {
       try {
         await this.publishDue();
+        const idle = this.throttle.due();
+        if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
         failures = 0;
       } catch (error) {
         failures += 1;

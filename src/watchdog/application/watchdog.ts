@@ -9,7 +9,7 @@ import { parseExecutionEvent } from '../../executions/domain/execution-event.par
 import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
 import { isFinal } from '../../executions/domain/execution.state.js';
 import { executionDeadline } from '../../executions/domain/time-out-execution.js';
-import { type CheckpointStore, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
+import { type CheckpointStore, CheckpointThrottle, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import type { DeadlineTable, DueDeadline } from '../infrastructure/deadline-table.js';
 import { planDeadlines } from './deadline-plan.js';
@@ -78,6 +78,8 @@ export class Watchdog {
     await Promise.all([subscription?.stop(), timer?.done]);
   }
 
+  private readonly throttle = new CheckpointThrottle();
+
   /** Applies one batch of execution events to the deadlines, with the checkpoint, in one transaction. */
   async track(batch: readonly RecordedEvent[]): Promise<void> {
     const events = batch.map((recorded) => ({ executionId: recorded.streamId.slice('execution-'.length), event: parseExecutionEvent(recorded) }));
@@ -92,6 +94,7 @@ export class Watchdog {
     const plan = planDeadlines(events, runDeadlines);
     const last = batch[batch.length - 1];
     if (last === undefined) return;
+    if (!this.throttle.shouldSave(plan.upserts.length + plan.removals.length > 0, last.position)) return;
     await this.deps.sql.transaction(async (tx) => {
       await this.deps.deadlines.apply(plan, tx);
       await this.deps.checkpoints.save(this.options.name, last.position, tx);
@@ -137,6 +140,8 @@ export class Watchdog {
       let fired = 0;
       try {
         fired = await this.fireDue();
+        const idle = this.throttle.due();
+        if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
         failures = 0;
       } catch (error) {
         failures += 1;
