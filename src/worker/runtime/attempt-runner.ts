@@ -44,6 +44,7 @@ export class AttemptRunner {
     const keeper = new LeaseKeeper(client, { ...claim, workerId }, controller, log);
     const publisher = new ResultPublisher(this.options.bus, { executionId: claim.executionId, attemptId: claim.attemptId, workerId, fencingToken: claim.fencingToken });
     keeper.start();
+    let published = false;
     try {
       const result = await runDag({
         graph: claim.workflow.graph,
@@ -59,9 +60,11 @@ export class AttemptRunner {
       switch (result.outcome) {
         case 'succeeded':
           await publisher.publish({ kind: 'attempt_succeeded', output: result.output });
+          published = true;
           return 'succeeded';
         case 'failed':
           await publisher.publish({ kind: 'attempt_failed', error: result.error });
+          published = true;
           return 'failed';
         case 'suspended': {
           const approval = result.approvals[0]!;
@@ -70,22 +73,26 @@ export class AttemptRunner {
             nodeId: approval.nodeId,
             output: { action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs } },
           });
+          published = true;
           return 'suspended';
         }
         case 'cancelled':
           if (keeper.reason === 'cancel_requested') {
             await publisher.publish({ kind: 'attempt_cancelled' });
+            published = true;
             return 'cancelled';
           }
           // The lease is gone: anything reported now would be refused, so report nothing.
           log.warn('attempt stopped after losing its lease');
           return 'lease_lost';
       }
+      throw new Error(`unknown run outcome ${(result as { outcome: string }).outcome}`);
     } catch (error) {
       // Promise 6: a result that could not be published fails the attempt visibly.
       return await this.failVisibly(claim, publisher, error, log);
     } finally {
-      keeper.stop();
+      if (published) keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3));
+      else keeper.stop();
     }
   }
 

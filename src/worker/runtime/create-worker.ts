@@ -13,6 +13,7 @@ export interface CreateWorkerOptions {
   /** Allowlist entries: CIDRs (contain "/") or host names. */
   egressAllow: readonly string[];
   workerId?: string;
+  groupId?: string;
 }
 
 /** A worker with every node type, its http nodes behind the egress guard. */
@@ -29,5 +30,6 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
     concurrency: options.concurrency,
     nodeConcurrency: 4,
     workerId: options.workerId,
+    groupId: options.groupId,
   });
 }

@@ -12,6 +12,7 @@ export type StopReason = 'cancel_requested' | 'lease_lost';
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  private lingering = false;
   private leaseExpiresAt: number;
   reason: StopReason | null = null;
 
@@ -34,6 +35,18 @@ export class LeaseKeeper {
     if (this.timer) clearTimeout(this.timer);
   }
 
+  /**
+   * After the terminal result was handed to the bus: keep the lease alive until the control
+   * plane has recorded the end (the next heartbeat is refused) or `boundMs` passes. The lease is
+   * checked when the ingestor applies the result, so a slow or restarting broker must not turn
+   * a result published in time into a late one.
+   */
+  linger(boundMs: number): void {
+    this.lingering = true;
+    const stopAt = setTimeout(() => this.stop(), boundMs);
+    stopAt.unref();
+  }
+
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => void this.beat(), this.claim.heartbeatIntervalMs);
@@ -46,8 +59,13 @@ export class LeaseKeeper {
     try {
       const reply = await this.client.heartbeat(executionId, attemptId, workerId, fencingToken);
       this.leaseExpiresAt = Date.parse(reply.leaseExpiresAt);
-      if (reply.cancelRequested) this.abort('cancel_requested');
+      if (reply.cancelRequested && !this.lingering) this.abort('cancel_requested');
     } catch (error) {
+      if (error instanceof ClaimRefusedError && this.lingering) {
+        // The end was recorded: the attempt is no longer running.
+        this.stop();
+        return;
+      }
       if (error instanceof ClaimRefusedError) {
         this.logger.warn('heartbeat refused: stopping the attempt', { executionId, attemptId, code: error.code });
         this.abort('lease_lost');

@@ -19,6 +19,8 @@ export interface WorkerOptions {
   concurrency: number;
   nodeConcurrency: number;
   workerId?: string;
+  /** Consumer group of the dispatch topic; every worker of a deployment shares the default. */
+  groupId?: string;
 }
 
 /**
@@ -48,7 +50,7 @@ export class WorkerService {
   async start(): Promise<void> {
     this.stopping = false;
     this.consumer = await this.options.bus.consume({
-      groupId: 'flostra-workers',
+      groupId: this.options.groupId ?? 'flostra-workers',
       topic: TOPICS.dispatch,
       concurrency: this.options.concurrency,
       handle: (message) => this.handle(message),

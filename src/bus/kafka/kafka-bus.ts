@@ -1,0 +1,230 @@
+import kafkajs, { type Admin, type Kafka, type Producer } from 'kafkajs';
+import type { Bus, ConsumerHandle, ConsumerOptions, OutgoingMessage } from '../../core/bus.port.js';
+import { InvalidStateError, UnavailableError } from '../../core/errors.js';
+import { createLogger, type Logger } from '../../core/logger.js';
+import { startKafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
+import { KAFKAJS_LOG_LEVEL, kafkaLogCreator } from './kafka-logging.js';
+
+const { Kafka: KafkaClient, Partitioners } = kafkajs;
+
+export interface KafkaBusOptions {
+  /** Bootstrap brokers, `host:port`. */
+  brokers: string[];
+  clientId?: string;
+  /** Receives kafkajs' own records at warn and above, and the adapter's. Default: warn+ to stdout. */
+  logger?: Logger;
+  /**
+   * How long `publish` keeps retrying a retriable failure (a broker restart, a leader change)
+   * before it rejects with BusPublishError. Default 30 s.
+   */
+  publishTimeoutMs?: number;
+  /** Per-request timeout of every broker request. Default 30 s. */
+  requestTimeoutMs?: number;
+  /** A member that sends no heartbeat for this long is removed from its group. Default 30 s. */
+  sessionTimeoutMs?: number;
+  /** How long a rebalance waits for members busy in a handler to rejoin. Default 60 s. */
+  rebalanceTimeoutMs?: number;
+  /** Default 3 s; heartbeats continue while a handler runs. */
+  heartbeatIntervalMs?: number;
+  /** How long an idle fetch waits on the broker; also bounds how long an idle `stop()` takes. Default 1 s. */
+  maxWaitTimeMs?: number;
+}
+
+/** A publish that could not be acknowledged by the broker in time. Nothing was silently dropped. */
+export class BusPublishError extends UnavailableError {
+  constructor(
+    readonly topic: string,
+    readonly attempts: number,
+    override readonly cause: unknown,
+  ) {
+    super(`publishing to ${topic} failed after ${attempts} attempt(s): ${String(cause)}`);
+  }
+}
+
+/**
+ * The Bus over Kafka (kafkajs). `publish` resolves only when the broker acknowledged every
+ * message on all in-sync replicas (acks=-1), with one request in flight per connection so a
+ * retry cannot reorder a partition. No idempotent producer: a retry may write a message twice,
+ * and consumers dedupe by messageId. Consumers: see kafka-consumer.ts.
+ */
+export class KafkaBus implements Bus {
+  private readonly kafka: Kafka;
+  private readonly logger: Logger;
+  private readonly publishTimeoutMs: number;
+  private readonly consumerSettings: KafkaConsumerSettings;
+  private readonly consumers = new Set<ConsumerHandle>();
+  private producer: Promise<Producer> | undefined;
+  private admin: Promise<Admin> | undefined;
+  private closed = false;
+
+  constructor(options: KafkaBusOptions) {
+    this.logger = options.logger ?? createLogger({ level: 'warn' });
+    this.publishTimeoutMs = options.publishTimeoutMs ?? 30_000;
+    this.consumerSettings = {
+      sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+      rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 3_000,
+      maxWaitTimeMs: options.maxWaitTimeMs ?? 1_000,
+    };
+    this.kafka = new KafkaClient({
+      clientId: options.clientId ?? 'flostra',
+      brokers: options.brokers,
+      requestTimeout: options.requestTimeoutMs ?? 30_000,
+      connectionTimeout: 3_000,
+      // Each attempt gives up within a few seconds; publish() and the consumers retry around it.
+      retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2_000 },
+      logLevel: KAFKAJS_LOG_LEVEL,
+      logCreator: kafkaLogCreator(this.logger),
+    });
+  }
+
+  async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
+    this.assertOpen();
+    if (messages.length === 0) return;
+    const records = messages.map(({ key, value, headers }) => ({ key, value, headers: { ...headers } }));
+    const deadline = Date.now() + this.publishTimeoutMs;
+    let backoffMs = 100;
+    let lastError: unknown;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await beforeDeadline(this.sendOnce(topic, records), deadline, this.publishTimeoutMs);
+        return;
+      } catch (error) {
+        // Never silently dropped: either acknowledged, or the caller gets the error. An attempt
+        // cut off by the deadline may still land later: a duplicate, which consumers dedupe.
+        const timedOut = error instanceof DeadlineExceeded;
+        lastError = timedOut ? (lastError ?? error) : error;
+        if (timedOut || this.closed || !isRetriable(error) || Date.now() + backoffMs >= deadline) throw new BusPublishError(topic, attempt, lastError);
+        this.logger.warn('publish failed; retrying', { component: 'kafka-bus', topic, attempt, error: String(error) });
+        await sleep(backoffMs);
+        backoffMs = Math.min(backoffMs * 2, 2_000);
+      }
+    }
+  }
+
+  async consume(options: ConsumerOptions): Promise<ConsumerHandle> {
+    this.assertOpen();
+    const handle = await startKafkaConsumer(this.kafka, options, this.consumerSettings, this.logger);
+    const tracked: ConsumerHandle = {
+      stop: async () => {
+        this.consumers.delete(tracked);
+        await handle.stop();
+      },
+    };
+    this.consumers.add(tracked);
+    return tracked;
+  }
+
+  async ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {
+    this.assertOpen();
+    const admin = await this.connectedAdmin();
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter(({ topic }) => !existing.has(topic));
+    if (missing.length === 0) return;
+    // A concurrent creator may win the race: createTopics then answers false, which is fine.
+    await admin.createTopics({ waitForLeaders: true, topics: missing.map(({ topic, partitions }) => ({ topic, numPartitions: partitions })) });
+  }
+
+  /** Stops every consumer (waiting for in-flight handlers), then disconnects. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
+    const clients = [this.producer, this.admin].filter((client) => client !== undefined);
+    for (const client of clients) {
+      try {
+        await (await client).disconnect();
+      } catch (error) {
+        // A client that never connected has nothing to close.
+        this.logger.debug('kafka client did not disconnect cleanly', { component: 'kafka-bus', error: String(error) });
+      }
+    }
+  }
+
+  private async sendOnce(topic: string, messages: { key: string; value: string; headers: Record<string, string> }[]): Promise<void> {
+    const producer = await this.connectedProducer();
+    await producer.send({ topic, acks: -1, messages });
+  }
+
+  private connectedProducer(): Promise<Producer> {
+    if (this.producer !== undefined) return this.producer;
+    const pending = (async () => {
+      const producer = this.kafka.producer({
+        idempotent: false,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
+      await producer.connect();
+      return producer;
+    })();
+    this.producer = pending;
+    // A failed connect is retried by the next publish, not cached.
+    pending.catch(() => {
+      if (this.producer === pending) this.producer = undefined;
+    });
+    return pending;
+  }
+
+  private connectedAdmin(): Promise<Admin> {
+    if (this.admin !== undefined) return this.admin;
+    const pending = (async () => {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      return admin;
+    })();
+    this.admin = pending;
+    pending.catch(() => {
+      if (this.admin === pending) this.admin = undefined;
+    });
+    return pending;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new InvalidStateError('the Kafka bus is closed');
+  }
+}
+
+/**
+ * kafkajs marks transient failures retriable, but once its own retries are exhausted it wraps
+ * the last one in a non-retriable error, and a refused connection (a restarting broker) can come
+ * out that way too: a publish keeps trying, until its deadline, when anything in the chain is
+ * transient.
+ */
+const TRANSIENT_NAMES = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound', 'KafkaJSLockTimeout']);
+const TRANSIENT_TEXT = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection error|Closed connection|broker not found|not the leader|leader not available/i;
+
+function isRetriable(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 8; depth++) {
+    const { name, message, retriable, cause, originalError } = current as Error & { retriable?: unknown; cause?: unknown; originalError?: unknown };
+    if (retriable === true || TRANSIENT_NAMES.has(name) || TRANSIENT_TEXT.test(message)) return true;
+    current = cause ?? originalError;
+  }
+  return false;
+}
+
+class DeadlineExceeded extends Error {
+  constructor(timeoutMs: number) {
+    super(`no acknowledgement within the publish timeout (${timeoutMs} ms)`);
+  }
+}
+
+function beforeDeadline(work: Promise<void>, deadline: number, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new DeadlineExceeded(timeoutMs)), Math.max(0, deadline - Date.now()));
+    work.then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
