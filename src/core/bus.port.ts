@@ -23,6 +23,7 @@ export interface IncomingMessage {
 }
 
 export interface ConsumerOptions {
+  /** A group with no committed offset starts at the earliest message still stored. */
   groupId: string;
   topic: string;
   /**
@@ -43,7 +44,11 @@ export interface ConsumerHandle {
 }
 
 export interface Bus {
-  /** Resolves only when every message is acknowledged by the broker (all in-sync replicas). */
+  /**
+   * Resolves only when every message is acknowledged by the broker (all in-sync replicas);
+   * otherwise rejects after a bounded time, never dropping silently. A retried publish may
+   * store a message twice: consumers dedupe by messageId.
+   */
   publish(topic: string, messages: OutgoingMessage[]): Promise<void>;
   consume(options: ConsumerOptions): Promise<ConsumerHandle>;
   /** Creates the topics if missing (idempotent). */

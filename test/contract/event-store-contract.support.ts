@@ -92,3 +92,9 @@ export function recordSubscription(store: EventStore, options: Omit<SubscribeOpt
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** What an adapter's store guarantees beyond the common contract. */
+export interface EventStoreCapabilities {
+  /** An event id exists once in the whole store, not only in its stream. Default true; false for KurrentDB. */
+  globallyUniqueEventIds?: boolean;
+}

@@ -1,0 +1,128 @@
+import type { ConsumerOptions, IncomingMessage } from '../../core/bus.port.js';
+import { Signal, Slots } from './signal.js';
+import type { TopicLog } from './topic-log.js';
+
+/** One `consume()` call: a member of its group until it stops or a handler rejects. */
+export class GroupMember {
+  active = true;
+  readonly slots: Slots;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private failure: { error: unknown } | undefined;
+  private finished: Promise<void> | undefined;
+
+  constructor(private readonly options: ConsumerOptions) {
+    this.slots = new Slots(Math.max(1, options.concurrency ?? 1));
+  }
+
+  /** Runs the handler; the returned promise settles as the handler does. */
+  deliver(message: IncomingMessage): Promise<void> {
+    const run = Promise.resolve().then(() => this.options.handle(message));
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
+    return run;
+  }
+
+  recordFailure(error: unknown): void {
+    this.failure ??= { error };
+  }
+
+  /** Leaves the group once: waits for in-flight handlers, then reports the first failure, if any. */
+  finish(): Promise<void> {
+    this.active = false;
+    this.slots.cancel();
+    this.finished ??= (async () => {
+      while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+      if (this.failure !== undefined) this.options.onCrash?.(this.failure.error);
+    })();
+    return this.finished;
+  }
+}
+
+/**
+ * A consumer group's view of one topic: committed offsets per partition, members in join
+ * order, and one runner per partition. The runner hands the partition's messages, one at a
+ * time and in order, to whichever member owns the partition now, and commits each offset only
+ * after its handler resolved; a rejected message stays uncommitted and goes to the next owner.
+ */
+export class ConsumerGroup {
+  private readonly committed: number[];
+  private readonly members: GroupMember[] = [];
+  private assignment: (GroupMember | undefined)[];
+  private readonly changed = new Signal();
+  private closed = false;
+  private readonly runners: Promise<void>[];
+
+  constructor(private readonly log: TopicLog) {
+    this.committed = log.partitions.map(() => 0);
+    this.assignment = log.partitions.map(() => undefined);
+    this.runners = log.partitions.map((_, partition) => this.run(partition));
+  }
+
+  join(member: GroupMember): void {
+    this.members.push(member);
+    this.rebalance();
+  }
+
+  leave(member: GroupMember): Promise<void> {
+    const index = this.members.indexOf(member);
+    if (index >= 0) {
+      this.members.splice(index, 1);
+      this.rebalance();
+    }
+    return member.finish();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.members].map((member) => this.leave(member)));
+    this.closed = true;
+    this.changed.close();
+    await Promise.all(this.runners);
+  }
+
+  private rebalance(): void {
+    // Round robin in join order, as Kafka's round-robin assignor does for a single topic.
+    this.assignment = this.log.partitions.map((_, partition) =>
+      this.members.length === 0 ? undefined : this.members[partition % this.members.length],
+    );
+    this.changed.notify();
+  }
+
+  private async run(partition: number): Promise<void> {
+    const messages = this.log.partitions[partition]!;
+    while (!this.closed) {
+      const owner = this.assignment[partition];
+      const offset = this.committed[partition]!;
+      if (owner === undefined || offset >= messages.length) {
+        await Promise.race([this.changed.wait(), this.log.appended.wait()]);
+        continue;
+      }
+      await owner.slots.acquire();
+      try {
+        if (this.assignment[partition] !== owner || !owner.active) continue;
+        const stored = messages[offset]!;
+        const message: IncomingMessage = {
+          topic: this.log.name,
+          partition,
+          offset: String(offset),
+          key: stored.key,
+          value: stored.value,
+          headers: { ...stored.headers },
+        };
+        try {
+          await owner.deliver(message);
+          this.committed[partition] = offset + 1;
+        } catch (error) {
+          // No skipping: the message stays uncommitted and the member leaves the group.
+          owner.recordFailure(error);
+          void this.leave(owner);
+        }
+      } finally {
+        owner.slots.release();
+      }
+    }
+  }
+}

@@ -1,0 +1,129 @@
+import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
+import type { ConsumerHandle, ConsumerOptions, IncomingMessage } from '../../core/bus.port.js';
+import type { Logger } from '../../core/logger.js';
+
+export interface KafkaConsumerSettings {
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  maxWaitTimeMs: number;
+}
+
+/**
+ * Starts one consumer-group member. Offsets are committed by hand, one message at a time and
+ * only after its handler resolved (autoCommit off, nothing auto-resolved); a handler that
+ * rejects stops the whole consumer without committing that message, so the next member of the
+ * group gets it again (at-least-once, no skipping).
+ */
+export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions, settings: KafkaConsumerSettings, logger: Logger): Promise<ConsumerHandle> {
+  const log = logger.child({ component: 'kafka-consumer', groupId: options.groupId, topic: options.topic });
+  let failure: { error: unknown } | undefined;
+  let stopping: Promise<void> | undefined;
+  let reported = false;
+  const report = (error: unknown) => {
+    if (reported) return;
+    reported = true;
+    options.onCrash?.(error);
+  };
+
+  const consumer: Consumer = kafka.consumer({
+    groupId: options.groupId,
+    sessionTimeout: settings.sessionTimeoutMs,
+    rebalanceTimeout: settings.rebalanceTimeoutMs,
+    heartbeatInterval: settings.heartbeatIntervalMs,
+    maxWaitTimeInMs: settings.maxWaitTimeMs,
+    allowAutoTopicCreation: false,
+    retry: {
+      // kafkajs' defaults: a fetch or commit that keeps failing for ~10 s crashes the consumer.
+      retries: 5,
+      initialRetryTime: 300,
+      maxRetryTime: 30_000,
+      // kafkajs restarts a consumer that crashed on a retriable error (a broker restart, a lost
+      // coordinator) by itself; anything else arrives at the CRASH listener below with restart=false.
+      restartOnFailure: async (error) => {
+        log.warn('consumer crashed on a retriable error; restarting', { error: String(error) });
+        return stopping === undefined;
+      },
+    },
+  });
+
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (payload.restart || stopping !== undefined) return;
+    log.error('consumer crashed and will not restart', { error: String(payload.error) });
+    failure ??= { error: payload.error };
+    void stop();
+  });
+
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      try {
+        // Waits for in-flight handlers (and their commits), then leaves the group.
+        await consumer.disconnect();
+      } catch (error) {
+        log.warn('consumer did not disconnect cleanly', { error: String(error) });
+      }
+      if (failure !== undefined) report(failure.error);
+    })());
+
+  const eachBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale, pause }: EachBatchPayload) => {
+    const { topic, partition } = batch;
+    for (const message of batch.messages) {
+      if (failure !== undefined || !isRunning() || isStale()) return;
+      // A long handler must not cost the member its place in the group: keep heartbeating.
+      // A failed heartbeat (say, a rebalance) is surfaced by the heartbeat after the handler.
+      const beat = setInterval(() => heartbeat().catch(() => undefined), settings.heartbeatIntervalMs);
+      try {
+        await options.handle(toIncoming(topic, partition, message));
+      } catch (error) {
+        failure ??= { error };
+        log.error('handler rejected; stopping the consumer without committing the message', { partition, offset: message.offset, error: String(error) });
+        pause();
+        void stop();
+        return;
+      } finally {
+        clearInterval(beat);
+      }
+      resolveOffset(message.offset);
+      await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(message.offset) + 1n).toString() }] }] });
+      await heartbeat();
+    }
+  };
+
+  try {
+    await consumer.connect();
+    // A group with no committed offset starts at the earliest message: starting at the latest
+    // would lose whatever was published before the group first joined.
+    await consumer.subscribe({ topics: [options.topic], fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: Math.max(1, options.concurrency ?? 1),
+      eachBatch,
+    });
+  } catch (error) {
+    stopping = Promise.resolve();
+    await consumer.disconnect().catch(() => undefined);
+    throw error;
+  }
+  return { stop };
+}
+
+function toIncoming(topic: string, partition: number, message: KafkaMessage): IncomingMessage {
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key?.toString('utf8') ?? '',
+    value: message.value?.toString('utf8') ?? '',
+    headers: toHeaders(message.headers),
+  };
+}
+
+function toHeaders(headers: IHeaders | undefined): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) result[name] = first.toString();
+  }
+  return result;
+}

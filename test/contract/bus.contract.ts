@@ -1,0 +1,224 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import type { Bus, IncomingMessage } from '../../src/core/bus.port.js';
+import { gate, messages, recordConsumer, uniqueName, waitUntil, type BusFixture } from './bus-contract.support.js';
+
+export type { BusFixture } from './bus-contract.support.js';
+
+/**
+ * The behaviour every Bus adapter must show (Kafka, in-process): round trips with headers,
+ * per-key order, at-least-once delivery across a stopped or crashed consumer, independent
+ * groups, idempotent topic creation, and a stop that waits for in-flight handlers.
+ * Each test uses its own topics and groups: a broker is shared by the whole run.
+ */
+export function busContract(name: string, setup: () => Promise<BusFixture>): void {
+  describe(`${name}: bus contract`, () => {
+    let fixture: BusFixture;
+    let bus: Bus;
+
+    beforeAll(async () => {
+      fixture = await setup();
+    });
+
+    afterAll(async () => {
+      await fixture?.dispose?.();
+    });
+
+    beforeEach(async () => {
+      bus = await fixture.open();
+    });
+
+    afterEach(async () => {
+      await bus?.close();
+    });
+
+    async function newTopic(partitions = 4): Promise<string> {
+      const topic = uniqueName('topic');
+      await bus.ensureTopics([{ topic, partitions }]);
+      return topic;
+    }
+
+    describe('when a message is published', () => {
+      it('delivers it with its key, value and headers, and where it is stored', async () => {
+        const topic = await newTopic();
+        const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic });
+        const headers = { 'message-id': 'm-1', 'content-type': 'application/json', note: 'naïve ☃' };
+        await bus.publish(topic, [{ key: 'execution-1', value: '{"n":1}', headers }]);
+
+        await waitUntil(() => consumer.completed.length >= 1, () => 'the message');
+        const [message] = consumer.received;
+        expect(message).toEqual({ topic, partition: expect.any(Number), offset: expect.any(String), key: 'execution-1', value: '{"n":1}', headers });
+        expect(message!.partition).toBeGreaterThanOrEqual(0);
+        expect(message!.partition).toBeLessThan(4);
+        expect(message!.offset).toMatch(/^\d+$/);
+        await consumer.handle.stop();
+      });
+    });
+
+    describe('when many keys are published across partitions', () => {
+      it('keeps each key on one partition and delivers each key in publish order', async () => {
+        const topic = await newTopic(4);
+        const all = messages(400, 16);
+        for (let start = 0; start < all.length; start += 50) await bus.publish(topic, all.slice(start, start + 50));
+        const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic, concurrency: 4 });
+
+        await waitUntil(() => consumer.values(consumer.completed).size === all.length, () => `${all.length} messages, got ${consumer.values().size}`);
+        const byKey = new Map<string, IncomingMessage[]>();
+        for (const message of consumer.received) byKey.set(message.key, [...(byKey.get(message.key) ?? []), message]);
+        expect(byKey.size).toBe(16);
+        for (const [key, delivered] of byKey) {
+          expect(new Set(delivered.map((message) => message.partition)).size).toBe(1);
+          const sequence = firstOccurrences(delivered.map((message) => Number(message.value.slice(2))));
+          expect({ key, sequence }).toEqual({ key, sequence: [...sequence].sort((a, b) => a - b) });
+        }
+        expect(new Set(consumer.received.map((message) => message.partition)).size).toBeGreaterThan(1);
+        await consumer.handle.stop();
+      });
+    });
+
+    describe('when a consumer stops mid-stream', () => {
+      it('leaves every message it did not finish to the next consumer of its group', async () => {
+        const topic = await newTopic();
+        const groupId = uniqueName('group');
+        const all = messages(60, 6);
+        await bus.publish(topic, all);
+        const blocked = gate();
+        const reached = gate();
+        const first = await recordConsumer(bus, {
+          groupId,
+          topic,
+          concurrency: 2,
+          during: async (_message, received) => {
+            if (received.length >= 10) {
+              reached.open();
+              await blocked.promise;
+            }
+          },
+        });
+
+        await reached.promise;
+        const stopped = first.handle.stop();
+        blocked.open();
+        await stopped;
+        const second = await recordConsumer(bus, { groupId, topic });
+
+        const finishedByFirst = first.values(first.completed);
+        const missing = () => all.filter(({ value }) => !finishedByFirst.has(value) && !second.values(second.completed).has(value));
+        await waitUntil(() => missing().length === 0, () => `messages the first consumer left: ${missing().length} missing`);
+        expect(first.crashes).toEqual([]);
+        await second.handle.stop();
+      });
+    });
+
+    describe('when a handler rejects', () => {
+      it('stops the consumer without skipping the message, reports the error once, and redelivers it to the group', async () => {
+        const topic = await newTopic();
+        const groupId = uniqueName('group');
+        const all = messages(40, 4);
+        await bus.publish(topic, all);
+        const failure = new Error('handler failed');
+        let failed: IncomingMessage | undefined;
+        const first = await recordConsumer(bus, {
+          groupId,
+          topic,
+          during: (message, received) => {
+            if (failed === undefined && received.length >= 8) {
+              failed = message;
+              throw failure;
+            }
+          },
+        });
+
+        await waitUntil(() => first.crashes.length > 0, () => 'onCrash');
+        expect(first.crashes).toEqual([failure]);
+        const poisoned = failed!;
+        // Nothing after the failed message in its partition was handled: the consumer stopped.
+        const later = first.completed.filter((message) => message.partition === poisoned.partition && BigInt(message.offset) > BigInt(poisoned.offset));
+        expect(later).toEqual([]);
+        expect(first.values(first.completed).has(poisoned.value)).toBe(false);
+        await first.handle.stop();
+
+        const second = await recordConsumer(bus, { groupId, topic });
+        const finishedByFirst = first.values(first.completed);
+        const missing = () => all.filter(({ value }) => !finishedByFirst.has(value) && !second.values(second.completed).has(value));
+        await waitUntil(() => missing().length === 0, () => `messages after the crash: ${missing().length} missing`);
+        expect(second.values().has(poisoned.value)).toBe(true);
+        expect(first.crashes).toHaveLength(1);
+        await second.handle.stop();
+      });
+    });
+
+    describe('when two groups consume one topic', () => {
+      it('delivers every message to each group', async () => {
+        const topic = await newTopic();
+        const all = messages(50, 5);
+        const one = await recordConsumer(bus, { groupId: uniqueName('group-one'), topic });
+        await bus.publish(topic, all.slice(0, 25));
+        const two = await recordConsumer(bus, { groupId: uniqueName('group-two'), topic, concurrency: 2 });
+        await bus.publish(topic, all.slice(25));
+
+        const everything = () => [one, two].every((consumer) => consumer.values(consumer.completed).size === all.length);
+        await waitUntil(everything, () => `both groups: ${one.values().size} and ${two.values().size} of ${all.length}`);
+        await Promise.all([one.handle.stop(), two.handle.stop()]);
+      });
+    });
+
+    describe('when topics are ensured again', () => {
+      it('succeeds, keeps the topics usable, and creates only what is missing', async () => {
+        const topic = uniqueName('topic');
+        const added = uniqueName('topic');
+        await bus.ensureTopics([{ topic, partitions: 3 }]);
+        await bus.ensureTopics([{ topic, partitions: 3 }]);
+        await Promise.all([bus.ensureTopics([{ topic, partitions: 3 }]), bus.ensureTopics([{ topic, partitions: 3 }, { topic: added, partitions: 2 }])]);
+
+        const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic: added });
+        await bus.publish(topic, [{ key: 'k', value: 'first' }]);
+        await bus.publish(added, [{ key: 'k', value: 'second' }]);
+        await waitUntil(() => consumer.completed.length >= 1, () => 'the message on the added topic');
+        expect(consumer.received.map((message) => message.value)).toEqual(['second']);
+        await consumer.handle.stop();
+      });
+    });
+
+    describe('when stop() is called while a handler runs', () => {
+      it('waits for the handler, commits its message, and only then resolves', async () => {
+        const topic = await newTopic();
+        const groupId = uniqueName('group');
+        const events: string[] = [];
+        const entered = gate();
+        const release = gate();
+        const first = await recordConsumer(bus, {
+          groupId,
+          topic,
+          during: async () => {
+            entered.open();
+            await release.promise;
+            events.push('handler finished');
+          },
+        });
+        await bus.publish(topic, [{ key: 'same-key', value: 'in-flight' }]);
+        await entered.promise;
+
+        const stopped = first.handle.stop().then(() => events.push('stopped'));
+        // Give stop() every chance to resolve early; it must not.
+        for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+        expect(events).toEqual([]);
+        release.open();
+        await stopped;
+        expect(events).toEqual(['handler finished', 'stopped']);
+
+        // Same key, same partition: a redelivery of the in-flight message would come first.
+        await bus.publish(topic, [{ key: 'same-key', value: 'after' }]);
+        const second = await recordConsumer(bus, { groupId, topic });
+        await waitUntil(() => second.values(second.completed).has('after'), () => 'the message published after stop');
+        expect(second.received.map((message) => message.value)).toEqual(['after']);
+        await second.handle.stop();
+      });
+    });
+  });
+}
+
+/** The list without repeats, each value where it first appeared (redeliveries may repeat). */
+function firstOccurrences(values: number[]): number[] {
+  const seen = new Set<number>();
+  return values.filter((value) => !seen.has(value) && seen.add(value));
+}
