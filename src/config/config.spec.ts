@@ -57,6 +57,10 @@ describe('loadConfig', () => {
       KAFKA_BROKERS: 'localhost:9092, [::1]:9093',
       FLOSTRA_TOKENS_FILE: '/etc/flostra/tokens.json',
       FLOSTRA_MAX_BODY_BYTES: '2048',
+      FLOSTRA_API_URL: 'http://api:3000/',
+      FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
+      FLOSTRA_WORKER_CONCURRENCY: '16',
+      FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       LOG_LEVEL: 'DEBUG',
     });
     expect(config).toEqual({
@@ -69,6 +73,10 @@ describe('loadConfig', () => {
       kafkaBrokers: ['localhost:9092', '[::1]:9093'],
       tokensFile: '/etc/flostra/tokens.json',
       maxBodyBytes: 2048,
+      apiUrl: 'http://api:3000',
+      workerToken: 'secret-worker-token',
+      workerConcurrency: 16,
+      egressAllow: ['10.1.0.0/16', '.corp.example'],
       logLevel: 'debug',
     });
     expect(isEmbedded(config)).toBe(false);
@@ -97,6 +105,8 @@ describe('loadConfig', () => {
       ['FLOSTRA_MAX_BODY_BYTES', '1mb', 'FLOSTRA_MAX_BODY_BYTES: expected a positive integer number of bytes, got "1mb"'],
       ['FLOSTRA_MAX_BODY_BYTES', '0', 'FLOSTRA_MAX_BODY_BYTES: expected a positive integer number of bytes'],
       ['LOG_LEVEL', 'loud', 'LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"'],
+      ['FLOSTRA_API_URL', 'ftp://api', 'FLOSTRA_API_URL: expected an http:// or https:// URL of the api, got "ftp://api"'],
+      ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
     ])('%s=%s', (variable, value, message) => {
       const error = configError({ [variable]: value });
       expect(error.message).toContain(message);
