@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { client, type ApiClient } from '../support/http-client.js';
 import { chainWorkflow, claim, publish, start, view } from '../support/scenario.js';
-import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { ALL_STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
 const attemptPath = (e: string, a: string, verb: string) => `/v1/executions/${e}/attempts/${a}/${verb}`;
 
-describe.each(STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind) => {
   let t: TestApp;
   let api: ApiClient;
 

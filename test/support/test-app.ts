@@ -12,6 +12,8 @@ import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
 import { AdjustableClock } from './adjustable-clock.js';
 import { createTestDatabase } from './postgres-server.js';
 import type { SqlClient } from '../../src/postgres/sql-client.port.js';
+import { KurrentDbEventStore } from '../../src/event-store/kurrentdb/kurrentdb-event-store.js';
+import { KurrentDbDouble } from './kurrentdb-double/kurrentdb-double.js';
 import type { Bus } from '../../src/core/bus.port.js';
 import { InProcessBus } from '../../src/bus/in-process/in-process-bus.js';
 import { createWorker } from '../../src/worker/runtime/create-worker.js';
@@ -20,8 +22,10 @@ import type { ProjectorOptions } from '../../src/projector/projector.js';
 import { ReadConsistency } from '../../src/projector/read-consistency.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 
-export type StoreKind = 'pglite' | 'postgres';
+export type StoreKind = 'pglite' | 'postgres' | 'kurrentdb';
 export const STORE_KINDS: StoreKind[] = ['pglite', 'postgres'];
+/** Every event store, KurrentDB over its gRPC test double (read models then on PGlite). */
+export const ALL_STORE_KINDS: StoreKind[] = ['pglite', 'postgres', 'kurrentdb'];
 
 /** Bearer tokens of the test principals: two workspaces, each role, a worker. */
 export const TOKENS = {
@@ -73,6 +77,12 @@ export async function openTestStore(kind: StoreKind): Promise<{ store: EventStor
     const client = await PgliteSqlClient.open();
     const store = await PostgresEventStore.open(client);
     return { store, sql: client, close: async () => { await store.close(); await client.close(); } };
+  }
+  if (kind === 'kurrentdb') {
+    const double = await KurrentDbDouble.start();
+    const store = KurrentDbEventStore.connect(double.url);
+    const client = await PgliteSqlClient.open();
+    return { store, sql: client, close: async () => { await store.close(); await client.close(); await double.stop(); } };
   }
   const url = await createTestDatabase('e2e');
   const client = new PgSqlClient({ connectionString: url, max: 20 });

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { eventually } from '../support/barrier-server.js';
+import { client, type ApiClient } from '../support/http-client.js';
+import { ALL_STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+
+/** The same workflows run, cancel and redrive alike on every event store, with a real worker. */
+describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
+  let t: TestApp;
+  let api: ApiClient;
+
+  beforeAll(async () => {
+    t = await startTestApp(kind, {}, { worker: true });
+    api = client(t.url);
+    const diamond = {
+      nodes: [
+        { id: 'a', type: 'noop' },
+        { id: 'b', type: 'transform', config: { expression: '{ "doubled": $.input.n * 2 }' } },
+        { id: 'c', type: 'noop' },
+        { id: 'd', type: 'transform', config: { expression: '$.nodes.b.doubled + 1' } },
+      ],
+      edges: [
+        { from: 'a', to: 'b' },
+        { from: 'a', to: 'c' },
+        { from: 'b', to: 'd' },
+        { from: 'c', to: 'd' },
+      ],
+    };
+    expect((await api.put('/v1/workspaces/ws-a/workflows/diamond', { token: TOKENS.adminA, body: diamond })).status).toBe(201);
+    const slow = { nodes: [{ id: 'nap', type: 'delay', config: { ms: 600_000 } }], edges: [], timeouts: { leaseMs: 3_000 } };
+    expect((await api.put('/v1/workspaces/ws-a/workflows/slow', { token: TOKENS.adminA, body: slow })).status).toBe(201);
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  const start = async (name: string, input: object = {}) => {
+    const res = await api.post(`/v1/workspaces/ws-a/workflows/${name}/executions`, { token: TOKENS.operatorA, body: { input } });
+    expect(res.status).toBe(201);
+    return res.body.executionId as string;
+  };
+  const until = (executionId: string, statuses: string[], what = statuses.join('|')) =>
+    eventually(async () => {
+      const v = (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body;
+      return statuses.includes(v.status) ? v : undefined;
+    }, `${executionId} to be ${what}`, 60_000);
+
+  it('runs executions to completion with the joined output', async () => {
+    const ids = await Promise.all([1, 2, 3].map((n) => start('diamond', { n })));
+    for (const [index, id] of ids.entries()) {
+      const done = await until(id, ['succeeded', 'failed']);
+      expect(done.status).toBe('succeeded');
+      expect(done.output).toEqual({ d: (index + 1) * 2 + 1 });
+    }
+  });
+
+  it('cancels a running execution and redrives it', async () => {
+    const id = await start('slow');
+    await eventually(async () => {
+      const v = (await api.get(`/v1/executions/${id}`, { token: TOKENS.viewerA })).body;
+      return v.nodes.some((n: { nodeId: string; status: string }) => n.nodeId === 'nap' && n.status === 'running') ? true : undefined;
+    }, 'the delay to run');
+    expect((await api.post(`/v1/executions/${id}/cancel`, { token: TOKENS.operatorA })).status).toBe(202);
+    expect((await until(id, ['cancelled'])).status).toBe('cancelled');
+    const redrive = await api.post(`/v1/executions/${id}/redrive`, { token: TOKENS.operatorA, headers: { 'idempotency-key': `again-${kind}` } });
+    expect(redrive.status).toBe(202);
+    const running = await until(id, ['running'], 'running again');
+    expect(running.attempts.map((a: { status: string }) => a.status)).toEqual(['cancelled', 'running']);
+    expect((await api.post(`/v1/executions/${id}/cancel`, { token: TOKENS.operatorA })).status).toBe(202);
+    expect((await until(id, ['cancelled'])).status).toBe('cancelled');
+  });
+});
