@@ -5,6 +5,7 @@ import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
+import { BUS, type Bus } from '../core/bus.port.js';
 
 /**
  * The Postgres that holds read models, checkpoints and other process state (DATABASE_URL; in
@@ -19,6 +20,7 @@ export interface CoreDependencies {
   ids: IdGenerator;
   logger: Logger;
   readModelSql: SqlClient;
+  bus: Bus;
 }
 
 /** Makes the process's ports injectable everywhere; their lifetimes belong to the bootstrap. */
@@ -33,6 +35,7 @@ export class CoreModule {
       { provide: ID_GENERATOR, useValue: deps.ids },
       { provide: LOGGER, useValue: deps.logger },
       { provide: READ_MODEL_SQL, useValue: deps.readModelSql },
+      { provide: BUS, useValue: deps.bus },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

@@ -1,0 +1,128 @@
+import type { Position } from '../src/core/event-store.port.js';
+import type { SqlQueryable } from '../src/postgres/sql-client.port.js';
+import { evolve, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
+import { sameHandlerForEveryType, type ProjectionDefinition, type VersionTables } from '../src/projector/projection-definition.js';
+
+/** One execution as the read model keeps it: the write side's own fold, and where it stands in the log. */
+export interface ExecutionDocument {
+  state: StartedExecution;
+  /** Position and stream revision of the last event applied. */
+  position: Position;
+  revision: number;
+  /** Position of ExecutionStarted: the list's order and cursor (clock-independent, unique). */
+  createdPosition: Position;
+}
+
+interface ExecutionsBatch {
+  documents: Map<string, ExecutionDocument>;
+  changed: Set<string>;
+}
+
+interface DocumentRow {
+  execution_id: string;
+  state: StartedExecution;
+  position: string;
+  revision: number;
+  created_position: string;
+}
+
+/**
+ * `executions`: one row per execution for the detail and the list. The detail is the jsonb
+ * document folded with the domain's `evolve` — the fold the write side runs — so the view
+ * equals the stream's fold by construction; indexed columns serve the list's filters and order.
+ */
+export const executionsProjection: ProjectionDefinition<ExecutionsBatch> = {
+  name: 'executions',
+  version: 1,
+  relations: ['executions'],
+
+  tables: (suffix) => [
+    `create table read_models.executions${suffix} (
+      execution_id text primary key,
+      workspace_id text not null,
+      workflow_name text not null,
+      workflow_revision integer not null,
+      status text not null,
+      cancel_requested boolean not null,
+      attempt_count integer not null,
+      started_at timestamptz not null,
+      updated_at timestamptz not null,
+      ended_at timestamptz,
+      created_position text collate "C" not null,
+      position text collate "C" not null,
+      revision integer not null,
+      state jsonb not null
+    )`,
+  ],
+
+  indexes: (suffix) => [
+    `create index executions${suffix}_workspace_idx on read_models.executions${suffix} (workspace_id, created_position)`,
+    `create index executions${suffix}_status_idx on read_models.executions${suffix} (workspace_id, status, created_position)`,
+    `create index executions${suffix}_workflow_idx on read_models.executions${suffix} (workspace_id, workflow_name, created_position)`,
+  ],
+
+  async begin(tx, tables, events) {
+    const ids = [...new Set(events.map((e) => e.executionId))];
+    const { rows } = await tx.query<DocumentRow>(
+      `select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`,
+      [ids],
+    );
+    const documents = new Map<string, ExecutionDocument>(
+      rows.map((row) => [row.execution_id, { state: row.state, position: row.position, revision: row.revision, createdPosition: row.created_position }]),
+    );
+    return { documents, changed: new Set() };
+  },
+
+  handlers: sameHandlerForEveryType((batch, event) => {
+    const previous = batch.documents.get(event.executionId);
+    const state = evolve(previous?.state ?? initialState(), event);
+    // The decider never lets an event precede ExecutionStarted; nothing to show if one did.
+    if (state.status === 'not_started') return;
+    const createdPosition = previous?.createdPosition ?? event.position;
+    batch.documents.set(event.executionId, { state, position: event.position, revision: event.revision, createdPosition });
+    batch.changed.add(event.executionId);
+  }),
+
+  async commit(tx, tables, batch) {
+    if (batch.changed.size === 0) return;
+    const rows = [...batch.changed].map((id) => toRow(id, batch.documents.get(id)!));
+    await upsert(tx, tables, rows);
+  },
+};
+
+function toRow(executionId: string, { state, position, revision, createdPosition }: ExecutionDocument) {
+  return {
+    execution_id: executionId,
+    workspace_id: state.workspaceId,
+    workflow_name: state.workflow.name,
+    workflow_revision: state.workflow.revision,
+    status: state.status,
+    cancel_requested: state.cancelRequest !== null,
+    attempt_count: state.attempts.length,
+    started_at: state.startedAt,
+    updated_at: state.updatedAt,
+    ended_at: state.endedAt,
+    created_position: createdPosition,
+    position,
+    revision,
+    state,
+  };
+}
+
+/** All rows of a batch in one statement: the batch's JSON expands into a record set. */
+async function upsert(tx: SqlQueryable, tables: VersionTables, rows: ReturnType<typeof toRow>[]): Promise<void> {
+  await tx.query(
+    `insert into ${tables.executions} as t (execution_id, workspace_id, workflow_name, workflow_revision, status, cancel_requested,
+       attempt_count, started_at, updated_at, ended_at, created_position, position, revision, state)
+     select r.execution_id, r.workspace_id, r.workflow_name, r.workflow_revision, r.status, r.cancel_requested,
+       r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.state
+     from jsonb_to_recordset($1::jsonb) as r(execution_id text, workspace_id text, workflow_name text, workflow_revision integer,
+       status text, cancel_requested boolean, attempt_count integer, started_at timestamptz, updated_at timestamptz,
+       ended_at timestamptz, created_position text, position text, revision integer, state jsonb)
+     on conflict (execution_id) do update set
+       status = excluded.status, cancel_requested = excluded.cancel_requested, attempt_count = excluded.attempt_count,
+       updated_at = excluded.updated_at, ended_at = excluded.ended_at, position = excluded.position, revision = excluded.revision,
+       state = excluded.state`,
+    [JSON.stringify(rows)],
+  );
+}

@@ -1,0 +1,104 @@
+import type { Position } from '../core/event-store.port.js';
+import type { StartedExecution } from '../executions/domain/execution.state.js';
+import type { SqlQueryable } from '../postgres/sql-client.port.js';
+import type { ExecutionDocument } from '../../projections/executions.projection.js';
+
+export interface ExecutionSummary {
+  executionId: string;
+  workspaceId: string;
+  workflowName: string;
+  workflowRevision: number;
+  status: StartedExecution['status'];
+  cancelRequested: boolean;
+  attemptCount: number;
+  startedAt: string;
+  updatedAt: string;
+  endedAt: string | null;
+  position: Position;
+  /** The list's order key; the cursor encodes it. */
+  createdPosition: Position;
+}
+
+export interface ExecutionListFilter {
+  workspaceId: string;
+  statuses: readonly string[] | null;
+  workflowName: string | null;
+  /** Only executions created before this one (the previous page's last), newest first. */
+  before: Position | null;
+  limit: number;
+}
+
+interface SummaryRow {
+  execution_id: string;
+  workspace_id: string;
+  workflow_name: string;
+  workflow_revision: number;
+  status: StartedExecution['status'];
+  cancel_requested: boolean;
+  attempt_count: number;
+  started_at: Date | string;
+  updated_at: Date | string;
+  ended_at: Date | string | null;
+  position: string;
+  created_position: string;
+}
+
+/** Queries over the `executions` read model (through its view: always the live version). */
+export class ExecutionsReadModel {
+  constructor(private readonly sql: SqlQueryable) {}
+
+  async get(executionId: string): Promise<ExecutionDocument | null> {
+    const { rows } = await this.sql.query<{ state: StartedExecution; position: string; revision: number; created_position: string }>(
+      'select state, position, revision, created_position from read_models.executions where execution_id = $1',
+      [executionId],
+    );
+    const row = rows[0];
+    return row === undefined ? null : { state: row.state, position: row.position, revision: Number(row.revision), createdPosition: row.created_position };
+  }
+
+  /** One page, newest first, and the checkpoint it reflects (same statement, same snapshot). */
+  async list(filter: ExecutionListFilter): Promise<{ executions: ExecutionSummary[]; checkpoint: Position | null }> {
+    const { rows } = await this.sql.query<SummaryRow & { checkpoint: string | null }>(
+      `select e.execution_id, e.workspace_id, e.workflow_name, e.workflow_revision, e.status, e.cancel_requested,
+              e.attempt_count, e.started_at, e.updated_at, e.ended_at, e.position, e.created_position,
+              (select c.position from projector.projections p
+               join projector.checkpoints c on c.name = p.name and c.version = p.live_version
+               where p.name = 'executions') as checkpoint
+       from (select 1) as anchor
+       left join lateral (
+         select * from read_models.executions x
+         where x.workspace_id = $1
+           and ($2::text[] is null or x.status = any($2::text[]))
+           and ($3::text is null or x.workflow_name = $3)
+           and ($4::text is null or x.created_position < $4::text collate "C")
+         order by x.created_position desc
+         limit $5
+       ) as e on true
+       order by e.created_position desc`,
+      [filter.workspaceId, filter.statuses, filter.workflowName, filter.before, filter.limit],
+    );
+    const checkpoint = rows[0]?.checkpoint ?? null;
+    return { executions: rows.filter((row) => row.execution_id !== null).map(toSummary), checkpoint };
+  }
+}
+
+function toSummary(row: SummaryRow): ExecutionSummary {
+  return {
+    executionId: row.execution_id,
+    workspaceId: row.workspace_id,
+    workflowName: row.workflow_name,
+    workflowRevision: Number(row.workflow_revision),
+    status: row.status,
+    cancelRequested: row.cancel_requested,
+    attemptCount: Number(row.attempt_count),
+    startedAt: iso(row.started_at),
+    updatedAt: iso(row.updated_at),
+    endedAt: row.ended_at === null ? null : iso(row.ended_at),
+    position: row.position,
+    createdPosition: row.created_position,
+  };
+}
+
+function iso(value: Date | string): string {
+  return (value instanceof Date ? value : new Date(value)).toISOString();
+}

@@ -1,0 +1,180 @@
+import type { EventStore, Position, RecordedEvent } from '../core/event-store.port.js';
+import type { Logger } from '../core/logger.js';
+import { executionStreamId, parseExecutionEvent } from '../executions/domain/execution-event.parser.js';
+import type { SqlClient } from '../postgres/sql-client.port.js';
+import { advanceCheckpoint, createIndexes, dropUnusedVersions, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
+import { applyBatch, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
+import type { ProjectionSignals } from './projection-signals.js';
+
+export type RunnerRole = 'live' | 'building';
+
+/** What one committed (or about to commit) batch did. */
+export interface BatchInfo {
+  name: string;
+  version: number;
+  role: RunnerRole;
+  /** Checkpoint after the batch. */
+  position: Position;
+  /** Log events the batch consumed (execution events and others). */
+  events: number;
+  /** The batch made this version the live one. */
+  switched: boolean;
+}
+
+/** Fault injection and observation points, for tests and benchmarks. */
+export interface RunnerHooks {
+  /** Inside the batch's transaction, after its writes: throwing here rolls the whole batch back. */
+  beforeCommit?(batch: BatchInfo): void | Promise<void>;
+  afterCommit?(batch: BatchInfo): void | Promise<void>;
+}
+
+export interface RunnerOptions {
+  sql: SqlClient;
+  store: EventStore;
+  definition: ProjectionDefinition<any>;
+  version: number;
+  role: RunnerRole;
+  batchSize: number;
+  signals: ProjectionSignals;
+  log: Logger;
+  hooks?: RunnerHooks;
+  /** The projector's own observer: a committed batch proves the runner healthy again. */
+  onCommitted?: (batch: BatchInfo) => void;
+}
+
+/** The runner's checkpoint moved under it: another writer, or its version was retired. */
+class FencedError extends Error {}
+
+const EXECUTION_PREFIX = executionStreamId('');
+
+/**
+ * Applies the global log to one version of one projection, from its checkpoint on. Each batch's
+ * read-model writes and its checkpoint commit in one transaction, so a crash at any point
+ * neither applies an event twice nor skips one. A building version switches itself live in the
+ * transaction of the batch that catches up, then goes on as the live runner.
+ *
+ * It subscribes to every stream, not only `execution-`: its checkpoint then tracks the whole
+ * log, so "this read model has applied everything up to position P" holds for any P the store
+ * hands out (read-your-writes waits on exactly that).
+ */
+export class ProjectionRunner {
+  role: RunnerRole;
+  position: Position | null = null;
+  /** A rebuild loads without indexes until it has caught up; it may only switch with them. */
+  private indexed = true;
+
+  constructor(private readonly options: RunnerOptions) {
+    this.role = options.role;
+  }
+
+  get identity(): { name: string; version: number } {
+    return { name: this.options.definition.name, version: this.options.version };
+  }
+
+  /** Resolves 'stopped' when `signal` aborts, 'fenced' when the version is no longer this runner's. */
+  async run(signal: AbortSignal): Promise<'stopped' | 'fenced'> {
+    const { sql, store, definition, version, batchSize } = this.options;
+    const checkpoint = await readCheckpoint(sql, definition.name, version);
+    if (checkpoint === null) return 'fenced';
+    this.position = checkpoint.position;
+    this.indexed = checkpoint.indexed;
+    // Its own abort: a runner that stops on an error must not leave a read waiting for new events.
+    const reading = new AbortController();
+    const stop = () => reading.abort();
+    signal.addEventListener('abort', stop);
+    const pages = store.subscribeToAll({ after: this.position, batchSize, signal: reading.signal });
+    try {
+      for await (const prepared of readAhead(pages, stop, prepare)) {
+        if (signal.aborted) break;
+        await this.apply(prepared);
+      }
+    } catch (error) {
+      if (error instanceof FencedError) return 'fenced';
+      throw error;
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+    return 'stopped';
+  }
+
+  private async apply({ page, events }: PreparedPage): Promise<void> {
+    const { sql, definition, version, hooks, batchSize } = this.options;
+    const next = page[page.length - 1]!.position;
+    const tables = versionTables(definition, version);
+    const info: BatchInfo = { name: definition.name, version, role: this.role, position: next, events: page.length, switched: false };
+    // A rebuild still without indexes creates them in the batch that reaches the head: a short
+    // page did, and so did a full one that ends exactly there (no further page would come).
+    const indexNow =
+      this.role === 'building' && !this.indexed && (page.length < batchSize || next === (await this.options.store.headPosition()));
+    await sql.transaction(async (tx) => {
+      // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
+      // batch lost to a server crash is simply applied again from the log.
+      await tx.query('set local synchronous_commit = off');
+      if (!(await advanceCheckpoint(tx, definition.name, version, this.position, next, page.length))) throw new FencedError();
+      if (events.length > 0) await applyBatch(tx, definition, tables, events);
+      if (indexNow) await createIndexes(tx, definition, version);
+      if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
+      await hooks?.beforeCommit?.(info);
+    });
+    this.position = next;
+    if (indexNow) this.indexed = true;
+    if (info.switched) {
+      this.role = 'live';
+      this.options.log.info('rebuilt projection is live', { projection: definition.name, version, position: next });
+      // Housekeeping: a failure leaves tables nobody reads, dropped by the next attempt.
+      void dropUnusedVersions(sql, definition).catch((error: unknown) =>
+        this.options.log.warn('dropping retired projection tables failed', { projection: definition.name, error: String(error) }),
+      );
+    }
+    this.options.signals.advanced(definition.name, this.role === 'live' ? next : null);
+    this.options.onCommitted?.(info);
+    await hooks?.afterCommit?.(info);
+  }
+}
+
+interface PreparedPage {
+  page: RecordedEvent[];
+  /** The page's execution events, validated. */
+  events: ProjectedEvent[];
+}
+
+function prepare(page: RecordedEvent[]): PreparedPage {
+  return { page, events: page.filter((e) => e.streamId.startsWith(EXECUTION_PREFIX)).map(toProjectedEvent) };
+}
+
+/** Validates an execution event read back from the log (zod at the edge) and adds its place in the log. */
+export function toProjectedEvent(recorded: RecordedEvent): ProjectedEvent {
+  const event = parseExecutionEvent(recorded);
+  return {
+    ...event,
+    position: recorded.position,
+    eventId: recorded.id,
+    executionId: recorded.streamId.slice(EXECUTION_PREFIX.length),
+    revision: recorded.revision,
+    recordedAt: recorded.recordedAt,
+    metadata: recorded.metadata,
+  } as ProjectedEvent;
+}
+
+/**
+ * Reads and validates the next page while the caller applies the current one: the log read and
+ * the parsing overlap with the writes, which mostly wait on the database.
+ */
+async function* readAhead<T, U>(source: AsyncIterable<T>, abort: () => void, transform: (value: T) => U): AsyncGenerator<U> {
+  const iterator = source[Symbol.asyncIterator]();
+  const read = () => iterator.next().then((r): IteratorResult<U, undefined> => (r.done === true ? { done: true, value: undefined } : { done: false, value: transform(r.value) }));
+  let next = read();
+  try {
+    for (;;) {
+      const result = await next;
+      if (result.done === true) return;
+      next = read();
+      next.catch(() => undefined); // surfaces when awaited on the next turn
+      yield result.value;
+    }
+  } finally {
+    abort(); // ends the read in flight, which `return` would otherwise wait for
+    await next.catch(() => undefined);
+    await iterator.return?.();
+  }
+}

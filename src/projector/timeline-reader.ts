@@ -1,0 +1,104 @@
+import type { Position } from '../core/event-store.port.js';
+import type { TimelineEvent, TimelineReader } from '../core/timeline.port.js';
+import type { SqlQueryable } from '../postgres/sql-client.port.js';
+import { liveCheckpoint } from './projection-catalog.js';
+import type { ProjectionSignals } from './projection-signals.js';
+
+interface TimelineRow {
+  position: string;
+  event_id: string;
+  execution_id: string;
+  workspace_id: string;
+  type: string;
+  revision: number;
+  recorded_at: Date | string;
+  data: unknown;
+}
+
+const COLUMNS = 'position, event_id::text as event_id, execution_id, workspace_id, type, revision, recorded_at, data';
+const AFTER = `($2::text is null or position > $2::text collate "C")`;
+
+/**
+ * TimelineReader over the `timeline` read model. It reads the views, which always name the live
+ * version's tables, so a rebuild's switch is atomic for readers too. Each page is one statement,
+ * so it never shows part of a batch: rows and checkpoint commit together.
+ *
+ *   new PostgresTimelineReader(readModelSql, signals)
+ */
+export class PostgresTimelineReader implements TimelineReader {
+  constructor(
+    private readonly sql: SqlQueryable,
+    private readonly signals: ProjectionSignals,
+  ) {}
+
+  async readExecution(executionId: string, after: Position | null, limit: number): Promise<TimelineEvent[]> {
+    const { rows } = await this.sql.query<TimelineRow>(
+      `select ${COLUMNS} from read_models.timeline where execution_id = $1 and ${AFTER} order by position limit $3`,
+      [executionId, after, limit],
+    );
+    return rows.map(toTimelineEvent);
+  }
+
+  async readWorkspace(workspaceId: string, after: Position | null, limit: number): Promise<TimelineEvent[]> {
+    const { rows } = await this.sql.query<TimelineRow>(
+      `select ${COLUMNS} from read_models.timeline where workspace_id = $1 and ${AFTER} order by position limit $3`,
+      [workspaceId, after, limit],
+    );
+    return rows.map(toTimelineEvent);
+  }
+
+  async readAll(after: Position | null, limit: number): Promise<TimelineEvent[]> {
+    const { rows } = await this.sql.query<TimelineRow>(
+      `select ${COLUMNS} from read_models.timeline where $1::text is null or position > $1::text collate "C" order by position limit $2`,
+      [after, limit],
+    );
+    return rows.map(toTimelineEvent);
+  }
+
+  async workspaceOf(executionId: string): Promise<string | null> {
+    const { rows } = await this.sql.query<{ workspace_id: string }>(
+      'select workspace_id from read_models.timeline_owners where execution_id = $1',
+      [executionId],
+    );
+    return rows[0]?.workspace_id ?? null;
+  }
+
+  /** Owner of an execution and the stream revision of its last event in the timeline; null when unknown. */
+  async executionInfo(executionId: string): Promise<{ workspaceId: string; lastRevision: number | null } | null> {
+    const { rows } = await this.sql.query<{ workspace_id: string; revision: number | null }>(
+      `select o.workspace_id,
+              (select t.revision from read_models.timeline t where t.execution_id = o.execution_id order by t.position desc limit 1) as revision
+       from read_models.timeline_owners o where o.execution_id = $1`,
+      [executionId],
+    );
+    const row = rows[0];
+    return row === undefined ? null : { workspaceId: row.workspace_id, lastRevision: row.revision === null ? null : Number(row.revision) };
+  }
+
+  /** True when some execution event sits at exactly this position. */
+  async hasEventAt(position: Position): Promise<boolean> {
+    const { rows } = await this.sql.query('select 1 as found from read_models.timeline where position = $1::text collate "C"', [position]);
+    return rows.length > 0;
+  }
+
+  checkpoint(): Promise<Position | null> {
+    return liveCheckpoint(this.sql, 'timeline');
+  }
+
+  onAdvance(listener: () => void): () => void {
+    return this.signals.on('timeline', () => listener());
+  }
+}
+
+function toTimelineEvent(row: TimelineRow): TimelineEvent {
+  return {
+    position: row.position,
+    eventId: row.event_id,
+    executionId: row.execution_id,
+    workspaceId: row.workspace_id,
+    type: row.type,
+    revision: Number(row.revision),
+    recordedAt: (row.recorded_at instanceof Date ? row.recorded_at : new Date(row.recorded_at)).toISOString(),
+    data: row.data,
+  };
+}

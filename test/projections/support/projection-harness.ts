@@ -1,0 +1,134 @@
+import { expect } from '@jest/globals';
+import { fold } from '../../../src/core/decider.js';
+import { createLogger } from '../../../src/core/logger.js';
+import { PostgresEventStore } from '../../../src/event-store/postgres/postgres-event-store.js';
+import { executionDecider } from '../../../src/executions/domain/execution.decider.js';
+import { parseExecutionEvent } from '../../../src/executions/domain/execution-event.parser.js';
+import { PgSqlClient } from '../../../src/postgres/pg-sql-client.js';
+import { PgliteSqlClient } from '../../../src/postgres/pglite-sql-client.js';
+import type { SqlClient, SqlQueryable } from '../../../src/postgres/sql-client.port.js';
+import type { EventStore, RecordedEvent } from '../../../src/core/event-store.port.js';
+import { liveCheckpoint, readCatalog, requestRebuild } from '../../../src/projector/projection-catalog.js';
+import { ProjectionSignals } from '../../../src/projector/projection-signals.js';
+import { Projector, type ProjectorOptions } from '../../../src/projector/projector.js';
+import { ensureCatalog } from '../../../src/projector/projector.schema.js';
+import { PROJECTION_DEFINITIONS } from '../../../projections/projections.registry.js';
+import { createTestDatabase } from '../../support/postgres-server.js';
+import type { StoreKind } from '../../support/test-app.js';
+
+export type Rows = Record<string, unknown>[];
+
+/** A store, its read models and any number of projectors over them: several "processes" in one. */
+export interface ProjectionHarness {
+  store: PostgresEventStore;
+  sql: SqlClient;
+  /** Starts one more projector over the same database. */
+  projector(options?: Partial<ProjectorOptions>): Projector;
+  /** Resolves once every live read model has applied the whole log. */
+  caughtUp(timeoutMs?: number): Promise<void>;
+  rebuild(name: string): Promise<{ rebuildId: string; version: number }>;
+  /** Resolves once `version` of `name` is the live one. */
+  switched(name: string, version: number, timeoutMs?: number): Promise<void>;
+  /** Every row of every read model, through the views readers use, in key order. */
+  dump(): Promise<Record<string, Rows>>;
+  /** Checks the live read models against the log itself: the fold of each stream, and every event. */
+  expectModelsEqualTheLog(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(what: string, condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
+/** The Postgres event store on each of its SQL clients: the harness reaches into its database. */
+export const HARNESS_KINDS = ['pglite', 'postgres'] as const satisfies readonly StoreKind[];
+
+export async function openProjectionHarness(kind: (typeof HARNESS_KINDS)[number]): Promise<ProjectionHarness> {
+  const sql: SqlClient = kind === 'pglite' ? await PgliteSqlClient.open() : new PgSqlClient({ connectionString: await createTestDatabase('projections'), max: 20 });
+  const store = await PostgresEventStore.open(sql, { pollIntervalMs: 100 });
+  await ensureCatalog(sql, PROJECTION_DEFINITIONS);
+  const logger = createLogger({ level: 'silent' });
+  const signals = new ProjectionSignals(sql);
+  const projectors: Projector[] = [];
+
+  const dump = () => dumpReadModels(sql);
+
+  return {
+    store,
+    sql,
+    projector(options = {}) {
+      const projector = new Projector({ sql, store, definitions: PROJECTION_DEFINITIONS, signals, logger, options: { reconcileIntervalMs: 50, retryDelayMs: 50, ...options } });
+      projectors.push(projector);
+      projector.start();
+      return projector;
+    },
+    async caughtUp(timeoutMs = 60_000) {
+      await until('every read model applied the log', async () => {
+        const head = await store.headPosition();
+        for (const { name } of PROJECTION_DEFINITIONS) {
+          const checkpoint = await liveCheckpoint(sql, name);
+          if (head !== null && (checkpoint === null || checkpoint < head)) return false;
+        }
+        return true;
+      }, timeoutMs);
+    },
+    rebuild: (name) => requestRebuild(sql, PROJECTION_DEFINITIONS.find((d) => d.name === name)!, crypto.randomUUID()),
+    async switched(name, version, timeoutMs = 60_000) {
+      await until(`${name} v${version} is live`, async () => (await readCatalog(sql)).get(name)?.liveVersion === version, timeoutMs);
+    },
+    dump,
+    expectModelsEqualTheLog: () => expectReadModelsEqualTheLog(store, sql),
+    async close() {
+      for (const projector of projectors) await projector.stop();
+      await signals.close();
+      await store.close();
+      await sql.close();
+    },
+  };
+}
+
+/** Every row of every read model, through the views readers use, in key order. */
+export async function dumpReadModels(sql: SqlQueryable): Promise<Record<string, Rows>> {
+  const result: Record<string, Rows> = {};
+  for (const definition of PROJECTION_DEFINITIONS) {
+    for (const relation of definition.relations) {
+      const { rows } = await sql.query<Record<string, unknown>>(`select * from read_models.${relation} order by 1`);
+      result[relation] = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])));
+    }
+  }
+  return result;
+}
+
+/** The live read models against the log itself: each execution is its stream's fold, the timeline is every event. */
+export async function expectReadModelsEqualTheLog(store: EventStore, sql: SqlQueryable): Promise<void> {
+  const log = await store.readAll({ maxCount: 1_000_000, streamPrefixes: ['execution-'] });
+  const streams = new Map<string, RecordedEvent[]>();
+  for (const event of log) streams.set(event.streamId, [...(streams.get(event.streamId) ?? []), event]);
+  const owners = new Map<string, string>();
+  const expectedExecutions = [...streams].map(([streamId, events]) => {
+    const state = JSON.parse(JSON.stringify(fold(executionDecider, events.map(parseExecutionEvent)))) as { executionId: string; workspaceId: string };
+    owners.set(streamId.slice('execution-'.length), state.workspaceId);
+    return { execution_id: state.executionId, state, created_position: events[0]!.position, position: events.at(-1)!.position };
+  });
+  const expectedTimeline = log.map((e) => ({
+    position: e.position,
+    event_id: e.id,
+    execution_id: e.streamId.slice('execution-'.length),
+    workspace_id: owners.get(e.streamId.slice('execution-'.length)),
+    type: e.type,
+    revision: e.revision,
+    recorded_at: e.recordedAt,
+    data: JSON.parse(JSON.stringify(parseExecutionEvent(e).data)),
+  }));
+  const actual = await dumpReadModels(sql);
+  const byId = (a: { execution_id: string }, b: { execution_id: string }) => (a.execution_id < b.execution_id ? -1 : 1);
+  const actualExecutions = actual.executions!.map(({ execution_id, state, created_position, position }) => ({ execution_id, state, created_position, position }));
+  expect(actualExecutions.sort(byId as never)).toEqual(expectedExecutions.sort(byId));
+  expect(actual.timeline).toEqual(expectedTimeline);
+}
