@@ -1,0 +1,156 @@
+import { Inject, Injectable, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import { hasWorkspaceRole, requireWorkspaceRole, type Principal } from '../auth/authorization.js';
+import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
+import { EVENT_STORE, type EventStore, type Position } from '../core/event-store.port.js';
+import { LOGGER, type Logger } from '../core/logger.js';
+import { TIMELINE_READER, type TimelineReader } from '../core/timeline.port.js';
+import { ExecutionRunner } from '../executions/application/execution-runner.js';
+import { CatchUpSlots } from './catch-up-slots.js';
+import { LiveFeed, type LiveTopic } from './live-feed.js';
+import { LiveSettings } from './live.settings.js';
+import { SseConnection, type CatchUpRead, type CloseReason } from './sse-connection.js';
+import { preambleFrame } from './sse-frame.js';
+
+/** What one process's streams have done so far (for tests, benchmarks and metrics). */
+export interface LiveStats {
+  open: number;
+  opened: number;
+  closed: Record<CloseReason, number>;
+}
+
+/**
+ * Opens SSE streams and looks after the open ones: authorization at connect and while open
+ * (a revoked grant ends the stream: on every TokenRegistry change and on every tick), one
+ * shared tick for heartbeats and stalled sockets, and an orderly end at shutdown.
+ */
+@Injectable()
+export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
+  private readonly connections = new Set<SseConnection>();
+  /** How to leave the live feed, per connection that joined it. */
+  private readonly subscriptions = new Map<SseConnection, () => void>();
+  private readonly closedBy: Record<CloseReason, number> = { client_gone: 0, slow_client: 0, stalled: 0, revoked: 0, shutdown: 0, failed: 0 };
+  private opened = 0;
+  private tickTimer: NodeJS.Timeout | null = null;
+  private stopListening: (() => void)[] = [];
+  private readonly log: Logger;
+  private readonly slots = new CatchUpSlots(() => this.settings.current.maxConcurrentCatchUps);
+
+  constructor(
+    @Inject(LiveFeed) private readonly feed: LiveFeed,
+    @Inject(TIMELINE_READER) private readonly timeline: TimelineReader,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(TOKEN_REGISTRY) private readonly registry: TokenRegistry,
+    @Inject(LiveSettings) private readonly settings: LiveSettings,
+    @Inject(ExecutionRunner) private readonly executions: ExecutionRunner,
+    @Inject(LOGGER) logger: Logger,
+  ) {
+    this.log = logger.child({ component: 'live' });
+  }
+
+  onModuleInit(): void {
+    this.stopListening = [
+      this.registry.onChange(() => this.reauthorizeAll()),
+      this.settings.onTune(() => this.scheduleTick()),
+    ];
+    this.scheduleTick();
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const stop of this.stopListening) stop();
+    if (this.tickTimer !== null) clearTimeout(this.tickTimer);
+    this.tickTimer = null;
+    // Open streams would keep the HTTP server from closing.
+    for (const connection of [...this.connections]) connection.close('shutdown', 'server shutting down');
+  }
+
+  stats(): LiveStats {
+    return { open: this.connections.size, opened: this.opened, closed: { ...this.closedBy } };
+  }
+
+  /** One execution's events; the execution's own workspace decides (promise 10), else 404. */
+  async openExecutionStream(principal: Principal, executionId: string, after: Position | undefined, res: ServerResponse): Promise<void> {
+    // The timeline may not know a just-started execution yet; the store always does.
+    const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;
+    requireWorkspaceRole(principal, workspaceId, 'viewer', 'execution not found');
+    const read: CatchUpRead = (cursor, limit) => this.slots.run(() => this.timeline.readExecution(executionId, cursor, limit));
+    await this.open(principal, workspaceId, { kind: 'execution', executionId }, after ?? null, read, res);
+  }
+
+  /** A workspace's events; without a cursor it starts with the next event appended to the log. */
+  async openWorkspaceStream(principal: Principal, workspaceId: string, after: Position | undefined, res: ServerResponse): Promise<void> {
+    requireWorkspaceRole(principal, workspaceId, 'viewer');
+    // "Now" is the log's head, not the timeline's checkpoint: an event appended before the client
+    // connected but projected after is not news, and the log's positions are the timeline's.
+    const cursor = after ?? (await this.store.headPosition());
+    const read: CatchUpRead = (position, limit) => this.slots.run(() => this.timeline.readWorkspace(workspaceId, position, limit));
+    await this.open(principal, workspaceId, { kind: 'workspace', workspaceId }, cursor, read, res);
+  }
+
+  private async open(principal: Principal, workspaceId: string, topic: LiveTopic, cursor: Position | null, read: CatchUpRead, res: ServerResponse): Promise<void> {
+    const options = this.settings.current;
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'text/event-stream');
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.write(preambleFrame(options.retryMs));
+    const connection = new SseConnection({
+      output: res,
+      principal,
+      workspaceId,
+      topic,
+      cursor,
+      options: () => this.settings.current,
+      onClosed: (closed, reason) => this.forget(closed, reason),
+    });
+    this.connections.add(connection);
+    this.opened++;
+    res.once('close', () => connection.close('client_gone'));
+    // A change notice that came while this request awaited the database found no connection.
+    this.reauthorize(connection);
+    if (connection.closed) return;
+    try {
+      const unsubscribe = await this.feed.subscribe(topic, connection);
+      if (connection.closed) return unsubscribe();
+      this.subscriptions.set(connection, unsubscribe);
+      await connection.catchUp(read);
+    } catch (error) {
+      // Headers are gone: the only answer left is to end, and the client resumes.
+      this.log.warn('live stream failed', { topic, error: String(error) });
+      connection.close('failed', 'temporarily unavailable');
+    }
+  }
+
+  private forget(connection: SseConnection, reason: CloseReason): void {
+    this.connections.delete(connection);
+    this.subscriptions.get(connection)?.();
+    this.subscriptions.delete(connection);
+    this.closedBy[reason]++;
+    if (reason === 'slow_client' || reason === 'stalled') {
+      this.log.info('disconnected a live client that could not keep up; it resumes with Last-Event-ID', { reason, subject: connection.principal.subject });
+    }
+  }
+
+  private reauthorizeAll(): void {
+    for (const connection of [...this.connections]) this.reauthorize(connection);
+  }
+
+  private reauthorize(connection: SseConnection): void {
+    const current = this.registry.current(connection.principal);
+    if (current === null || !hasWorkspaceRole(current, connection.workspaceId, 'viewer')) connection.close('revoked', 'grant revoked');
+  }
+
+  private scheduleTick(): void {
+    if (this.tickTimer !== null) clearTimeout(this.tickTimer);
+    this.tickTimer = setTimeout(() => {
+      const now = Date.now();
+      for (const connection of [...this.connections]) {
+        // Re-checked on every tick too: a grant can also vanish without a change notice.
+        this.reauthorize(connection);
+        connection.tick(now);
+      }
+      this.scheduleTick();
+    }, this.settings.current.heartbeatMs);
+    this.tickTimer.unref();
+  }
+}

@@ -1,0 +1,52 @@
+import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { z } from 'zod';
+import type { Principal } from '../auth/authorization.js';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import type { Position } from '../core/event-store.port.js';
+import { parseBody, parseId, parseName } from '../http/validation.js';
+import { LiveStreams } from './live-streams.service.js';
+
+// Positions are opaque to clients, but a cursor is still bounded and printable before use.
+const positionSchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'expected a position as sent in an event id');
+const eventsQuerySchema = z.strictObject({ lastEventId: positionSchema.optional() });
+
+/**
+ * The resume point: the Last-Event-ID header an EventSource sends when it reconnects wins over
+ * `?lastEventId=`, which only serves a first connection (EventSource cannot set headers).
+ */
+function resumePosition(header: string | undefined, rawQuery: unknown): Position | undefined {
+  const { lastEventId } = parseBody(eventsQuerySchema, rawQuery, 'query');
+  if (header === undefined || header === '') return lastEventId;
+  return parseBody(positionSchema, header, 'Last-Event-ID');
+}
+
+/** Live events over Server-Sent Events (API.md, "Live events (SSE)"). */
+@Controller('v1')
+export class LiveController {
+  constructor(@Inject(LiveStreams) private readonly streams: LiveStreams) {}
+
+  @Get('executions/:executionId/events')
+  async executionEvents(
+    @CurrentPrincipal() principal: Principal,
+    @Param('executionId') executionId: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Query() query: unknown,
+    @Res() res: Response,
+  ): Promise<void> {
+    const id = parseId(executionId, 'executionId');
+    await this.streams.openExecutionStream(principal, id, resumePosition(lastEventId, query), res);
+  }
+
+  @Get('workspaces/:workspaceId/events')
+  async workspaceEvents(
+    @CurrentPrincipal() principal: Principal,
+    @Param('workspaceId') workspaceId: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Query() query: unknown,
+    @Res() res: Response,
+  ): Promise<void> {
+    const id = parseName(workspaceId, 'workspaceId');
+    await this.streams.openWorkspaceStream(principal, id, resumePosition(lastEventId, query), res);
+  }
+}
