@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { IDENTIFIER_PATTERN } from '../core/ids.js';
 
 /** Workspace roles, weakest first: each includes everything the ones before it may do. */
 export const WORKSPACE_ROLES = ['viewer', 'operator', 'editor', 'admin'] as const;
@@ -8,8 +9,7 @@ export type WorkspaceRole = (typeof WORKSPACE_ROLES)[number];
 export const GLOBAL_ROLES = ['worker', 'system-admin'] as const;
 export type GlobalRole = (typeof GLOBAL_ROLES)[number];
 
-/** The alphabet of workspace ids and workflow names in URLs and tokens: 1-64 of `[A-Za-z0-9_-]`. */
-export const IDENTIFIER_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export { IDENTIFIER_PATTERN };
 
 export const workspaceIdSchema = z
   .string()

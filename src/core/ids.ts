@@ -24,3 +24,6 @@ export function uuidV5(name: string, namespace: string = FLOSTRA_NAMESPACE): str
 }
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Workspace ids, workflow names and node ids share one alphabet: 1-64 of `[A-Za-z0-9_-]`. */
+export const IDENTIFIER_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

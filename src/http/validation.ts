@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IDENTIFIER_PATTERN } from '../auth/principal.js';
+import { IDENTIFIER_PATTERN } from '../core/ids.js';
 import { ValidationFailedError, type ValidationIssue } from '../core/errors.js';
 import { UUID_PATTERN } from '../core/ids.js';
 

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { uuidV5 } from '../../core/ids.js';
+import { IDENTIFIER_PATTERN, uuidV5 } from '../../core/ids.js';
 
-/** Workspace ids, workflow names and node ids share one alphabet: 1-64 of `[A-Za-z0-9_-]`. */
-export const IDENTIFIER_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export { IDENTIFIER_PATTERN };
 
 const identifier = (what: string) =>
   z.string().regex(IDENTIFIER_PATTERN, `${what} must be 1-64 characters of A-Z, a-z, 0-9, "_" or "-"`);
