@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Bus, TOPICS } from '../../core/bus.port.js';
+import { runTicker } from '../../core/ticker.js';
 import type { Clock } from '../../core/clock.port.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { Logger } from '../../core/logger.js';
@@ -122,29 +122,26 @@ export class Dispatcher {
       const due = await this.deps.schedule.due(this.deps.clock.now(), this.options.scheduleBatchSize);
       if (due.length === 0) return published;
       await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
-      // Deleted only after the ack: a crash in between publishes them again, never loses them.
-      await this.deps.schedule.remove(due.map((m) => m.messageId));
+      // Recorded as unclaimed, then deleted, only after the ack: a crash in between publishes
+      // them again, never loses them.
       if (this.deps.unclaimed) await this.deps.sql.transaction((tx) => this.deps.unclaimed!.add(due, tx));
+      await this.deps.schedule.remove(due.map((m) => m.messageId));
       published += due.length;
       if (due.length < this.options.scheduleBatchSize) return published;
     }
   }
 
-  private async runScheduleTimer(signal: AbortSignal): Promise<void> {
-    let failures = 0;
-    while (!signal.aborted) {
-      try {
+  private runScheduleTimer(signal: AbortSignal): Promise<void> {
+    return runTicker(signal, {
+      tickMs: this.options.scheduleTickMs,
+      tick: async () => {
         await this.publishDue();
         const idle = this.throttle.due();
         if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
-        failures = 0;
-      } catch (error) {
-        failures += 1;
-        this.deps.logger.warn('publishing held-back dispatches failed; retrying', { err: error, failures });
-      }
-      const waitMs = failures === 0 ? this.options.scheduleTickMs : Math.min(5_000, this.options.scheduleTickMs * 2 ** failures);
-      await sleep(waitMs, undefined, { signal }).catch(() => undefined);
-    }
+        return false;
+      },
+      onError: (error, failures) => this.deps.logger.warn('publishing held-back dispatches failed; retrying', { err: error, failures }),
+    });
   }
 
   private async messageOf(recorded: RecordedEvent, data: ExecutionEventOf<'AttemptScheduled'>['data']): Promise<DispatchMessage> {

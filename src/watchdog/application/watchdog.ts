@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { runTicker } from '../../core/ticker.js';
 import type { Clock } from '../../core/clock.port.js';
 import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
@@ -134,23 +134,17 @@ export class Watchdog {
     }
   }
 
-  private async runTimer(signal: AbortSignal): Promise<void> {
-    let failures = 0;
-    while (!signal.aborted) {
-      let fired = 0;
-      try {
-        fired = await this.fireDue();
+  private runTimer(signal: AbortSignal): Promise<void> {
+    return runTicker(signal, {
+      tickMs: this.options.tickMs,
+      tick: async () => {
+        const fired = await this.fireDue();
         const idle = this.throttle.due();
         if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
-        failures = 0;
-      } catch (error) {
-        failures += 1;
-        this.deps.logger.warn('watchdog timer failed; retrying', { err: error, failures });
-      }
-      // A full batch means more may be due: look again at once.
-      if (fired === this.options.dueBatchSize) continue;
-      const waitMs = failures === 0 ? this.options.tickMs : Math.min(5_000, this.options.tickMs * 2 ** failures);
-      await sleep(waitMs, undefined, { signal }).catch(() => undefined);
-    }
+        // A full batch means more may be due: look again at once.
+        return fired === this.options.dueBatchSize;
+      },
+      onError: (error, failures) => this.deps.logger.warn('watchdog timer failed; retrying', { err: error, failures }),
+    });
   }
 }
