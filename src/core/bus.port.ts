@@ -22,20 +22,45 @@ export interface IncomingMessage {
   headers: Record<string, string>;
 }
 
-export interface ConsumerOptions {
+interface ConsumerBase {
   /** A group with no committed offset starts at the earliest message still stored. */
   groupId: string;
   topic: string;
-  /**
-   * Handles one message. The message's offset is committed only after the returned promise
-   * resolves; if it rejects, the consumer stops (and reports the error) rather than skip it.
-   * Messages of one partition are handled one at a time, in order.
-   */
-  handle: (message: IncomingMessage) => Promise<void>;
   /** How many partitions are handled at once (default 1). */
   concurrency?: number;
   /** Called once if the consumer stops on an error. */
   onCrash?: (error: unknown) => void;
+}
+
+/**
+ * Messages of one partition are handled one at a time, in order. A message's offset is
+ * committed only after its handler resolved; if it rejects, the consumer stops (and reports
+ * the error) rather than skip it.
+ */
+export interface MessageConsumerOptions extends ConsumerBase {
+  handle: (message: IncomingMessage) => Promise<void>;
+}
+
+/**
+ * Consecutive messages of one partition arrive together, in offset order (at most
+ * `maxBatchSize`, default 500): whatever the bus has fetched, never waiting for more. The
+ * batch's offsets are committed only after the handler resolved; if it rejects, the consumer
+ * stops and the whole batch comes again.
+ */
+export interface BatchConsumerOptions extends ConsumerBase {
+  handleBatch: (messages: IncomingMessage[]) => Promise<void>;
+  maxBatchSize?: number;
+}
+
+export type ConsumerOptions = MessageConsumerOptions | BatchConsumerOptions;
+
+export const DEFAULT_MAX_CONSUMER_BATCH = 500;
+
+/** The handler of `options` as a batch handler, and the largest batch it takes. */
+export function batchHandlerOf(options: ConsumerOptions): { handleBatch: (messages: IncomingMessage[]) => Promise<void>; maxBatchSize: number } {
+  if ('handleBatch' in options) return { handleBatch: options.handleBatch, maxBatchSize: Math.max(1, options.maxBatchSize ?? DEFAULT_MAX_CONSUMER_BATCH) };
+  const { handle } = options;
+  return { handleBatch: (messages) => handle(messages[0]!), maxBatchSize: 1 };
 }
 
 export interface ConsumerHandle {

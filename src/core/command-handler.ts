@@ -1,6 +1,10 @@
 import type { Decider, DomainEvent } from './decider.js';
-import { WrongExpectedRevisionError } from './errors.js';
+import { DomainError, WrongExpectedRevisionError } from './errors.js';
 import type { AppendResult, EventStore, RecordedEvent } from './event-store.port.js';
+import type { StreamStateCache } from './stream-state-cache.js';
+
+/** A command, or a function that builds it once the current state is known (e.g. to reuse ids of a replay). */
+export type CommandInput<Command, State> = Command | ((state: State) => Command);
 
 export interface HandleCommandOptions<Command, Event extends DomainEvent, State> {
   store: EventStore;
@@ -8,18 +12,27 @@ export interface HandleCommandOptions<Command, Event extends DomainEvent, State>
   decider: Decider<Command, Event, State>;
   /** Validates an event read back from the store (zod at the edge) and upcasts old versions. */
   parseEvent: (recorded: RecordedEvent) => Event;
-  /** Builds the command once the current state is known (e.g. to reuse ids of a replay). */
-  command: Command | ((state: State, history: readonly RecordedEvent[]) => Command);
+  command: CommandInput<Command, State>;
   /** Id of the n-th event of this decision; deterministic when a retry must not add a second fact. */
   eventId: (index: number, event: Event) => string;
   /** Envelope metadata of the appended events; a function sees the state after the decision. */
   metadata?: Record<string, unknown> | ((state: State) => Record<string, unknown>);
   /** How many times to reload and decide again after a revision conflict. */
   maxConflictRetries?: number;
+  /**
+   * Folded states of recently written streams. A decision on a cached state skips the read; the
+   * append's expected revision proves the state current, and a conflict reloads. A cached
+   * decision that appends nothing (a replay, a rejection) is never trusted: it is decided again
+   * on a fresh read, because an older state may refuse what the current one accepts.
+   */
+  cache?: StreamStateCache<State>;
 }
 
 export interface CommandOutcome<Event extends DomainEvent, State> {
-  /** The stream as it was read for the decision that stuck. */
+  /**
+   * The stream as read for the decision that stuck. Complete when nothing was appended; a
+   * decision taken on a cached state read nothing, so after an append it may be empty.
+   */
   history: RecordedEvent[];
   /** State before the decision. */
   before: State;
@@ -31,40 +44,76 @@ export interface CommandOutcome<Event extends DomainEvent, State> {
   appended: AppendResult | null;
 }
 
+/** One command of a batch: the events it decided, or the domain error that refused it. */
+export type BatchVerdict<Event> = { events: Event[] } | { rejected: DomainError };
+
+export interface BatchOutcome<Event extends DomainEvent, State> extends CommandOutcome<Event, State> {
+  /** One verdict per command, in order. */
+  verdicts: BatchVerdict<Event>[];
+}
+
+export interface HandleCommandsOptions<Command, Event extends DomainEvent, State> extends Omit<HandleCommandOptions<Command, Event, State>, 'command'> {
+  /** Decided in order, each on the state the previous ones left; their events go in one append. */
+  commands: CommandInput<Command, State>[];
+}
+
 /**
  * Read → fold → decide → append with the expected revision; on a revision conflict, reload and
- * decide again (bounded). A command's only write is this one append (promise 1).
+ * decide again (bounded). A command's only write is this one append (promise 1). A DomainError
+ * from the decision is thrown and nothing is written.
  */
 export async function handleCommand<Command, Event extends DomainEvent, State>(
   options: HandleCommandOptions<Command, Event, State>,
 ): Promise<CommandOutcome<Event, State>> {
-  const { store, streamId, decider, parseEvent } = options;
+  const { command, ...rest } = options;
+  const { verdicts, ...outcome } = await handleCommands({ ...rest, commands: [command] });
+  const verdict = verdicts[0]!;
+  if ('rejected' in verdict) throw verdict.rejected;
+  return outcome;
+}
+
+/**
+ * Several commands on one stream as one read and one append: each is decided on the state the
+ * previous ones left, a command the domain refuses (DomainError) is skipped with its verdict,
+ * and the events of all others commit together or not at all. Any other error propagates and
+ * nothing is written.
+ */
+export async function handleCommands<Command, Event extends DomainEvent, State>(
+  options: HandleCommandsOptions<Command, Event, State>,
+): Promise<BatchOutcome<Event, State>> {
+  const { store, streamId, decider, cache } = options;
   const maxRetries = options.maxConflictRetries ?? 10;
+  let useCache = cache !== undefined;
   for (let attempt = 0; ; attempt++) {
-    const history = await store.readStream(streamId);
-    const before = history.map(parseEvent).reduce((s, e) => decider.evolve(s, e), decider.initialState());
-    const command = typeof options.command === 'function'
-      ? (options.command as (state: State, history: readonly RecordedEvent[]) => Command)(before, history)
-      : options.command;
-    const events = decider.decide(command, before);
-    const state = events.reduce((s, e) => decider.evolve(s, e), before);
-    if (events.length === 0) return { history, before, state, events, appended: null };
-    const last = history[history.length - 1];
-    const metadata = typeof options.metadata === 'function' ? options.metadata(state) : options.metadata;
+    const cached = useCache ? cache!.get(streamId) : undefined;
+    let loaded: Loaded<State> = cached === undefined ? await load(options) : { ...cached, history: [] };
+    let decided = decideAll(decider, options.commands, loaded.state);
+    let onCachedState = cached !== undefined;
+    if (onCachedState && !decided.everyCommandAppends) {
+      loaded = await load(options);
+      decided = decideAll(decider, options.commands, loaded.state);
+      onCachedState = false;
+    }
+    const outcome = { history: loaded.history, before: loaded.state, state: decided.state, events: decided.events, verdicts: decided.verdicts };
+    if (decided.events.length === 0) {
+      if (loaded.revision !== null) cache?.set(streamId, { revision: loaded.revision, state: loaded.state });
+      return { ...outcome, appended: null };
+    }
+    const metadata = typeof options.metadata === 'function' ? options.metadata(decided.state) : options.metadata;
     try {
       const appended = await store.appendToStream(
         streamId,
-        events.map((event, index) => ({
-          id: options.eventId(index, event),
-          type: event.type,
-          data: event.data,
-          metadata,
-        })),
-        { expectedRevision: last === undefined ? 'no_stream' : last.revision },
+        decided.events.map((event, index) => ({ id: options.eventId(index, event), type: event.type, data: event.data, metadata })),
+        { expectedRevision: loaded.revision === null ? 'no_stream' : loaded.revision },
       );
-      return { history, before, state, events, appended };
+      cache?.set(streamId, { revision: appended.nextRevision, state: decided.state });
+      return { ...outcome, appended };
     } catch (error) {
+      cache?.delete(streamId);
       if (error instanceof WrongExpectedRevisionError && attempt < maxRetries) {
+        useCache = false;
+        // A stale cached state is not contention: decide again on a fresh read at once.
+        if (onCachedState) continue;
         // Someone appended first: their facts may change the decision (or make it a replay).
         await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
         continue;
@@ -72,4 +121,40 @@ export async function handleCommand<Command, Event extends DomainEvent, State>(
       throw error;
     }
   }
+}
+
+interface Loaded<State> {
+  revision: number | null;
+  state: State;
+  history: RecordedEvent[];
+}
+
+async function load<Command, Event extends DomainEvent, State>(options: HandleCommandsOptions<Command, Event, State>): Promise<Loaded<State>> {
+  const history = await options.store.readStream(options.streamId);
+  const state = history.map(options.parseEvent).reduce((s, e) => options.decider.evolve(s, e), options.decider.initialState());
+  const last = history[history.length - 1];
+  return { revision: last === undefined ? null : last.revision, state, history };
+}
+
+function decideAll<Command, Event extends DomainEvent, State>(
+  decider: Decider<Command, Event, State>,
+  commands: readonly CommandInput<Command, State>[],
+  initial: State,
+) {
+  let state = initial;
+  const events: Event[] = [];
+  const verdicts: BatchVerdict<Event>[] = [];
+  for (const input of commands) {
+    try {
+      const command = typeof input === 'function' ? (input as (state: State) => Command)(state) : input;
+      const decided = decider.decide(command, state);
+      state = decided.reduce((s, e) => decider.evolve(s, e), state);
+      events.push(...decided);
+      verdicts.push({ events: decided });
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      verdicts.push({ rejected: error });
+    }
+  }
+  return { state, events, verdicts, everyCommandAppends: verdicts.every((v) => 'events' in v && v.events.length > 0) };
 }

@@ -5,6 +5,7 @@ import { CLOCK, type Clock } from '../core/clock.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { ExecutionRunner } from '../executions/application/execution-runner.js';
+import { ExecutionRunnerModule } from '../executions/execution-runner.module.js';
 import { Ingestor } from './application/ingestor.js';
 import { ResultIngestor } from './application/result-ingestor.js';
 
@@ -38,7 +39,7 @@ export class IngestorProcess implements OnModuleInit, OnModuleDestroy {
 }
 
 /** Needs the global BUS, EVENT_STORE, CLOCK, ID_GENERATOR, LOGGER and APP_CONFIG providers. */
-// ExecutionRunner is stateless over the global ports: its own instance here keeps the API's
-// module graph (controllers, read models) out of processes that only run this role.
-@Module({ providers: [ExecutionRunner, IngestorProcess] })
+// ExecutionRunnerModule rather than ExecutionsModule keeps the API's module graph (controllers,
+// read models) out of processes that only run this role.
+@Module({ imports: [ExecutionRunnerModule], providers: [IngestorProcess] })
 export class IngestModule {}

@@ -6,6 +6,7 @@ import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { ExecutionRunner } from '../executions/application/execution-runner.js';
+import { ExecutionRunnerModule } from '../executions/execution-runner.module.js';
 import { CheckpointStore } from '../postgres/checkpoint-store.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
 import { Watchdog, type WatchdogDeps, type WatchdogOptions } from './application/watchdog.js';
@@ -48,7 +49,7 @@ export class WatchdogProcess implements OnModuleInit, OnModuleDestroy {
 }
 
 /** Needs the global EVENT_STORE, READ_MODEL_SQL, CLOCK, ID_GENERATOR, LOGGER and APP_CONFIG providers. */
-// ExecutionRunner is stateless over the global ports: its own instance here keeps the API's
-// module graph (controllers, read models) out of processes that only run this role.
-@Module({ providers: [ExecutionRunner, WatchdogProcess] })
+// ExecutionRunnerModule rather than ExecutionsModule keeps the API's module graph (controllers,
+// read models) out of processes that only run this role.
+@Module({ imports: [ExecutionRunnerModule], providers: [WatchdogProcess] })
 export class WatchdogModule {}

@@ -147,6 +147,72 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
       });
     });
 
+    describe('when a batch handler consumes', () => {
+      it('hands over consecutive messages of one partition in offset order, bounded in size, each exactly once', async () => {
+        const topic = await newTopic();
+        const all = messages(200, 8);
+        await bus.publish(topic, all);
+        const batches: IncomingMessage[][] = [];
+        const handle = await bus.consume({
+          groupId: uniqueName('group'),
+          topic,
+          maxBatchSize: 16,
+          handleBatch: async (batch) => {
+            batches.push(batch);
+          },
+        });
+        await waitUntil(() => batches.flat().length >= all.length, () => `${batches.flat().length} of ${all.length} messages`);
+        await handle.stop();
+
+        expect(batches.flat().map((m) => m.value).sort()).toEqual(all.map((m) => m.value).sort());
+        for (const batch of batches) {
+          expect(batch.length).toBeLessThanOrEqual(16);
+          expect(new Set(batch.map((m) => m.partition)).size).toBe(1);
+          const offsets = batch.map((m) => Number(m.offset));
+          expect(offsets).toEqual(offsets.map((_, i) => offsets[0]! + i));
+        }
+        // Everything was stored before the consumer joined: it came in batches, not one by one.
+        expect(batches.some((batch) => batch.length > 1)).toBe(true);
+        const orderOf = (key: string) => batches.flat().filter((m) => m.key === key).map((m) => Number(m.value.slice(2)));
+        for (let k = 0; k < 8; k++) expect(orderOf(`key-${k}`)).toEqual([...orderOf(`key-${k}`)].sort((a, b) => a - b));
+      });
+
+      it('redelivers the whole batch whose handler rejected to the next consumer of the group', async () => {
+        const topic = await newTopic(1);
+        const groupId = uniqueName('group');
+        const all = messages(60, 3);
+        await bus.publish(topic, all);
+        const failure = new Error('batch failed');
+        let refused: IncomingMessage[] | undefined;
+        const crashes: unknown[] = [];
+        const handled: IncomingMessage[] = [];
+        const first = await bus.consume({
+          groupId,
+          topic,
+          maxBatchSize: 10,
+          handleBatch: async (batch) => {
+            if (refused === undefined && handled.length >= 10) {
+              refused = batch;
+              throw failure;
+            }
+            handled.push(...batch);
+          },
+          onCrash: (error) => crashes.push(error),
+        });
+        await waitUntil(() => crashes.length > 0, () => 'onCrash');
+        await first.stop();
+        expect(crashes).toEqual([failure]);
+        const firstRefused = Number(refused![0]!.offset);
+        expect(handled.filter((m) => Number(m.offset) >= firstRefused)).toEqual([]);
+
+        const second: IncomingMessage[] = [];
+        const next = await bus.consume({ groupId, topic, handleBatch: async (batch) => void second.push(...batch) });
+        await waitUntil(() => new Set([...handled, ...second].map((m) => m.value)).size === all.length, () => 'every message after the crash');
+        await next.stop();
+        expect(second.map((m) => m.value)).toEqual(expect.arrayContaining(refused!.map((m) => m.value)));
+      });
+    });
+
     describe('when two groups consume one topic', () => {
       it('delivers every message to each group', async () => {
         const topic = await newTopic();

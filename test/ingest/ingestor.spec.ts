@@ -98,6 +98,43 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
     expect(dlq.messages).toEqual([]);
   });
 
+  describe('results that arrive together', () => {
+    const delivered = (values: object[]) =>
+      values.map((value, offset) => {
+        const text = JSON.stringify(value);
+        return { topic: TOPICS.results, partition: 0, offset: String(offset), key: (value as { executionId: string }).executionId, value: text, headers: {} };
+      });
+
+    it('commit per execution as one append, in order, and only the refused result is dead-lettered', async () => {
+      const runner = new ExecutionRunner(f.store, f.clock, f.ids);
+      const results = new ResultIngestor({ runner, bus: f.bus, clock: f.clock, ids: f.ids, logger: f.logger });
+      const one = await running();
+      const two = await running();
+      const stale = result(two.executionId, { ...two.fence, fencingToken: 9 }, 'node_started', { nodeId: 'load' });
+
+      await results.handleBatch(
+        delivered([
+          result(one.executionId, one.fence, 'node_started', { nodeId: 'extract' }),
+          result(two.executionId, two.fence, 'node_started', { nodeId: 'extract' }),
+          result(one.executionId, one.fence, 'node_succeeded', { nodeId: 'extract', output: 1 }),
+          stale,
+          result(two.executionId, two.fence, 'node_succeeded', { nodeId: 'extract', output: 2 }),
+          result(one.executionId, one.fence, 'attempt_succeeded', { output: 1 }),
+        ]),
+      );
+
+      const written = async (executionId: string) => (await f.events(executionId)).slice(3);
+      expect((await written(one.executionId)).map((e) => e.type)).toEqual(['NodeStarted', 'NodeSucceeded', 'AttemptSucceeded', 'ExecutionSucceeded']);
+      expect((await written(two.executionId)).map((e) => e.type)).toEqual(['NodeStarted', 'NodeSucceeded']);
+      // One append per execution: its events follow one another in the global log, in one transaction.
+      for (const { executionId } of [one, two]) {
+        const transactions = new Set((await written(executionId)).map((e) => e.position.split('-')[0]));
+        expect(transactions.size).toBe(1);
+      }
+      await eventually(() => expect(dlq.values()).toEqual([expect.objectContaining({ reason: expect.objectContaining({ code: 'stale_attempt' }), original: JSON.stringify(stale) })]));
+    });
+  });
+
   describe('dead letters (promise 11)', () => {
     async function expectDeadLetter(executionId: string, value: object | string, code: string) {
       const before = (await f.events(executionId)).length;

@@ -1,4 +1,4 @@
-import type { ConsumerOptions, IncomingMessage } from '../../core/bus.port.js';
+import { batchHandlerOf, type ConsumerOptions, type IncomingMessage } from '../../core/bus.port.js';
 import { Signal, Slots } from './signal.js';
 import type { TopicLog } from './topic-log.js';
 
@@ -6,17 +6,20 @@ import type { TopicLog } from './topic-log.js';
 export class GroupMember {
   active = true;
   readonly slots: Slots;
+  readonly maxBatchSize: number;
+  private readonly handleBatch: (messages: IncomingMessage[]) => Promise<void>;
   private readonly inFlight = new Set<Promise<unknown>>();
   private failure: { error: unknown } | undefined;
   private finished: Promise<void> | undefined;
 
   constructor(private readonly options: ConsumerOptions) {
     this.slots = new Slots(Math.max(1, options.concurrency ?? 1));
+    ({ handleBatch: this.handleBatch, maxBatchSize: this.maxBatchSize } = batchHandlerOf(options));
   }
 
   /** Runs the handler; the returned promise settles as the handler does. */
-  deliver(message: IncomingMessage): Promise<void> {
-    const run = Promise.resolve().then(() => this.options.handle(message));
+  deliver(messages: IncomingMessage[]): Promise<void> {
+    const run = Promise.resolve().then(() => this.handleBatch(messages));
     const settled = run.then(
       () => undefined,
       () => undefined,
@@ -44,9 +47,10 @@ export class GroupMember {
 
 /**
  * A consumer group's view of one topic: committed offsets per partition, members in join
- * order, and one runner per partition. The runner hands the partition's messages, one at a
- * time and in order, to whichever member owns the partition now, and commits each offset only
- * after its handler resolved; a rejected message stays uncommitted and goes to the next owner.
+ * order, and one runner per partition. The runner hands the partition's messages, in order (one
+ * at a time, or what has arrived as one batch), to whichever member owns the partition now, and
+ * commits offsets only after the handler resolved; a rejected message or batch stays
+ * uncommitted and goes to the next owner.
  */
 export class ConsumerGroup {
   private readonly committed: number[];
@@ -103,20 +107,19 @@ export class ConsumerGroup {
       await owner.slots.acquire();
       try {
         if (this.assignment[partition] !== owner || !owner.active) continue;
-        const stored = messages[offset]!;
-        const message: IncomingMessage = {
+        const batch = messages.slice(offset, offset + owner.maxBatchSize).map((stored, index): IncomingMessage => ({
           topic: this.log.name,
           partition,
-          offset: String(offset),
+          offset: String(offset + index),
           key: stored.key,
           value: stored.value,
           headers: { ...stored.headers },
-        };
+        }));
         try {
-          await owner.deliver(message);
-          this.committed[partition] = offset + 1;
+          await owner.deliver(batch);
+          this.committed[partition] = offset + batch.length;
         } catch (error) {
-          // No skipping: the message stays uncommitted and the member leaves the group.
+          // No skipping: the batch stays uncommitted and the member leaves the group.
           owner.recordFailure(error);
           void this.leave(owner);
         }

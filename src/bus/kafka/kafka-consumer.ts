@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
-import type { ConsumerHandle, ConsumerOptions, IncomingMessage } from '../../core/bus.port.js';
+import { batchHandlerOf, type ConsumerHandle, type ConsumerOptions, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 
 export interface KafkaConsumerSettings {
@@ -10,10 +10,10 @@ export interface KafkaConsumerSettings {
 }
 
 /**
- * Starts one consumer-group member. Offsets are committed by hand, one message at a time and
- * only after its handler resolved (autoCommit off, nothing auto-resolved); a handler that
- * rejects stops the whole consumer without committing that message, so the next member of the
- * group gets it again (at-least-once, no skipping).
+ * Starts one consumer-group member. Offsets are committed by hand, after the handler of the
+ * message (or of the batch holding it) resolved (autoCommit off, nothing auto-resolved); a
+ * handler that rejects stops the whole consumer without committing, so the next member of the
+ * group gets those messages again (at-least-once, no skipping).
  */
 export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions, settings: KafkaConsumerSettings, logger: Logger): Promise<ConsumerHandle> {
   const log = logger.child({ component: 'kafka-consumer', groupId: options.groupId, topic: options.topic });
@@ -65,26 +65,29 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
       if (failure !== undefined) report(failure.error);
     })());
 
+  const { handleBatch, maxBatchSize } = batchHandlerOf(options);
   const eachBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale, pause }: EachBatchPayload) => {
     const { topic, partition } = batch;
-    for (const message of batch.messages) {
+    for (let start = 0; start < batch.messages.length; start += maxBatchSize) {
       if (failure !== undefined || !isRunning() || isStale()) return;
+      const slice = batch.messages.slice(start, start + maxBatchSize);
+      const last = slice[slice.length - 1]!.offset;
       // A long handler must not cost the member its place in the group: keep heartbeating.
       // A failed heartbeat (say, a rebalance) is surfaced by the heartbeat after the handler.
       const beat = setInterval(() => heartbeat().catch(() => undefined), settings.heartbeatIntervalMs);
       try {
-        await options.handle(toIncoming(topic, partition, message));
+        await handleBatch(slice.map((message) => toIncoming(topic, partition, message)));
       } catch (error) {
         failure ??= { error };
-        log.error('handler rejected; stopping the consumer without committing the message', { partition, offset: message.offset, error: String(error) });
+        log.error('handler rejected; stopping the consumer without committing', { partition, offset: slice[0]!.offset, count: slice.length, error: String(error) });
         pause();
         void stop();
         return;
       } finally {
         clearInterval(beat);
       }
-      resolveOffset(message.offset);
-      await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(message.offset) + 1n).toString() }] }] });
+      resolveOffset(last);
+      await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(last) + 1n).toString() }] }] });
       await heartbeat();
     }
   };

@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CLOCK, type Clock } from '../../core/clock.port.js';
-import { type CommandOutcome, handleCommand } from '../../core/command-handler.js';
+import { type BatchOutcome, type CommandInput, type CommandOutcome, handleCommand, handleCommands } from '../../core/command-handler.js';
 import { NotFoundError } from '../../core/errors.js';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../../core/ids.js';
+import { StreamStateCache } from '../../core/stream-state-cache.js';
 import type { ExecutionCommand } from '../domain/execution.commands.js';
 import type { ExecutionEvent } from '../domain/execution.events.js';
 import { EXECUTION_SCHEMA_VERSION, executionStreamId, parseExecutionEvent } from '../domain/execution-event.parser.js';
@@ -11,38 +12,53 @@ import { executionDecider } from '../domain/execution.decider.js';
 import { type ExecutionState, type StartedExecution } from '../domain/execution.state.js';
 
 export type ExecutionOutcome = CommandOutcome<ExecutionEvent, ExecutionState>;
+export type ExecutionBatchOutcome = BatchOutcome<ExecutionEvent, ExecutionState>;
+export type ExecutionCommandInput = CommandInput<ExecutionCommand, ExecutionState>;
 
 /**
- * Runs one command against one execution stream through the generic command handler, and
- * loads executions for queries. The only place that knows how executions are stored.
+ * Runs commands against one execution stream through the generic command handler, and loads
+ * executions for queries. The only place that knows how executions are stored. One instance
+ * per process (ExecutionRunnerModule), so its cache of folded states serves every role: the
+ * claim taken over HTTP and the results ingested from the bus decide without re-reading.
  */
 @Injectable()
 export class ExecutionRunner {
+  private readonly cache = new StreamStateCache<ExecutionState>(10_000);
+
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CLOCK) readonly clock: Clock,
     @Inject(ID_GENERATOR) readonly ids: IdGenerator,
   ) {}
 
-  run(
-    executionId: string,
-    command: ExecutionCommand | ((state: ExecutionState, history: readonly RecordedEvent[]) => ExecutionCommand),
-    eventId?: (index: number) => string,
-  ): Promise<ExecutionOutcome> {
-    return handleCommand({
+  run(executionId: string, command: ExecutionCommandInput, eventId?: (index: number) => string): Promise<ExecutionOutcome> {
+    return handleCommand({ ...this.options(executionId, eventId), command });
+  }
+
+  /**
+   * Several commands on one execution in one append (results of one worker batch): each is
+   * decided on the state the previous ones left; one the domain refuses gets its verdict and
+   * writes nothing, the others commit together.
+   */
+  runMany(executionId: string, commands: ExecutionCommandInput[]): Promise<ExecutionBatchOutcome> {
+    return handleCommands({ ...this.options(executionId), commands });
+  }
+
+  private options(executionId: string, eventId?: (index: number) => string) {
+    return {
       store: this.store,
       streamId: executionStreamId(executionId),
       decider: executionDecider,
       parseEvent: parseExecutionEvent,
-      command,
       eventId: eventId ?? (() => this.ids.uuid()),
       // The owning workspace rides on every event, so readers of the global log can route and
       // authorize without folding the stream.
-      metadata: (state) => ({
+      metadata: (state: ExecutionState) => ({
         schemaVersion: EXECUTION_SCHEMA_VERSION,
         ...(state.status === 'not_started' ? {} : { workspaceId: state.workspaceId, executionId: state.executionId }),
       }),
-    });
+      cache: this.cache,
+    };
   }
 
   /** The execution's history and folded state; NotFoundError when it does not exist. */

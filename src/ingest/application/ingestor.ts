@@ -56,8 +56,9 @@ export class Ingestor {
       groupId: this.options.groupId,
       topic: TOPICS.results,
       concurrency: this.options.concurrency,
-      handle: async (message) => {
-        await this.deps.results.handle(message);
+      // Whatever the bus fetched for a partition at once: one append per execution in it.
+      handleBatch: async (messages) => {
+        await this.deps.results.handleBatch(messages);
         this.crashes = 0;
       },
       onCrash: (error) => this.rejoinLater(consumer, error),

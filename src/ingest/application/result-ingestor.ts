@@ -10,7 +10,7 @@ import { LruSet } from './lru-set.js';
 import { MAX_RESULT_MESSAGE_BYTES, parseResultMessage, type ResultMessage } from './result-message.schema.js';
 
 export interface ResultIngestorDeps {
-  runner: Pick<ExecutionRunner, 'run'>;
+  runner: Pick<ExecutionRunner, 'runMany'>;
   bus: Bus;
   clock: Clock;
   ids: IdGenerator;
@@ -34,11 +34,15 @@ export interface DeadLetterReason {
 /** A dead letter keeps at most this much of the original text: it must fit the broker itself. */
 const MAX_DEAD_LETTER_ORIGINAL_CHARS = 256 * 1024;
 
+/** At most this many executions of one batch are written at once. */
+const EXECUTIONS_IN_PARALLEL = 16;
+
 /**
- * Turns one worker result into a command on its execution stream (fencing and strict leases are
- * the decider's), or into a dead letter with the reason. Resolves once the message is fully
- * handled; rejects only on an infrastructure failure that outlived its retries, so the offset is
- * not committed and the message comes again.
+ * Turns worker results into commands on their execution streams (fencing and strict leases are
+ * the decider's), or into dead letters with the reason. The results of one execution that
+ * arrive together are decided in order and written as one append. Resolves once every message
+ * is fully handled; rejects only on an infrastructure failure that outlived its retries, so the
+ * offsets are not committed and the messages come again (those already written are replays).
  */
 export class ResultIngestor {
   private readonly seen: LruSet;
@@ -54,26 +58,59 @@ export class ResultIngestor {
     this.retry = options.retry ?? { attempts: 5, initialMs: 100, maxMs: 2_000 };
   }
 
-  async handle(message: IncomingMessage): Promise<void> {
-    const parsed = parseResultMessage(message.value, this.maxBytes);
-    if (!parsed.ok) return this.deadLetter(message, { code: parsed.code, message: parsed.message });
-    const { result } = parsed;
-    if (this.seen.has(result.messageId)) return;
-    const rejection = await this.withRetry('recording a worker result', () => this.record(result));
-    if (rejection !== null) await this.deadLetter(message, rejection);
-    // Remembered only once handled: a message whose handling failed must be tried again.
-    this.seen.add(result.messageId);
+  handle(message: IncomingMessage): Promise<void> {
+    return this.handleBatch([message]);
   }
 
-  /** Runs the command; a DomainError the decider raised is a verdict on the message, not a failure. */
-  private async record(result: ResultMessage): Promise<DeadLetterReason | null> {
-    try {
-      await this.deps.runner.run(result.executionId, () => this.commandOf(result));
-      return null;
-    } catch (error) {
-      if (isRejection(error)) return { code: error.code, message: error.message };
-      throw error;
+  async handleBatch(messages: IncomingMessage[]): Promise<void> {
+    const byExecution = new Map<string, { message: IncomingMessage; result: ResultMessage }[]>();
+    const batchIds = new Set<string>();
+    for (const message of messages) {
+      const parsed = parseResultMessage(message.value, this.maxBytes);
+      if (!parsed.ok) {
+        await this.deadLetter(message, { code: parsed.code, message: parsed.message });
+        continue;
+      }
+      const { result } = parsed;
+      if (this.seen.has(result.messageId) || batchIds.has(result.messageId)) continue;
+      batchIds.add(result.messageId);
+      const group = byExecution.get(result.executionId) ?? [];
+      group.push({ message, result });
+      byExecution.set(result.executionId, group);
     }
+    const groups = [...byExecution.values()];
+    const failures: unknown[] = [];
+    // Bounded fan-out: a large batch must not take every connection of the pool.
+    const next = { index: 0 };
+    await Promise.all(
+      Array.from({ length: Math.min(EXECUTIONS_IN_PARALLEL, groups.length) }, async () => {
+        while (next.index < groups.length && failures.length === 0) {
+          const group = groups[next.index++]!;
+          try {
+            await this.recordGroup(group);
+          } catch (error) {
+            failures.push(error);
+          }
+        }
+      }),
+    );
+    if (failures.length > 0) throw failures[0];
+  }
+
+  /** One execution's results as one append; each refused result becomes a dead letter. */
+  private async recordGroup(group: { message: IncomingMessage; result: ResultMessage }[]): Promise<void> {
+    const executionId = group[0]!.result.executionId;
+    const outcome = await this.withRetry('recording worker results', () =>
+      this.deps.runner.runMany(executionId, group.map(({ result }) => () => this.commandOf(result))),
+    );
+    for (const [index, verdict] of outcome.verdicts.entries()) {
+      if (!('rejected' in verdict)) continue;
+      const { code, message } = verdict.rejected;
+      if (!isRejection(verdict.rejected)) throw verdict.rejected;
+      await this.deadLetter(group[index]!.message, { code, message });
+    }
+    // Remembered only once handled: a message whose handling failed must be tried again.
+    for (const { result } of group) this.seen.add(result.messageId);
   }
 
   private commandOf(result: ResultMessage): ExecutionCommand {

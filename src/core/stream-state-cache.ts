@@ -1,0 +1,47 @@
+import type { StreamRevision } from './event-store.port.js';
+
+/** A stream's folded state as of its last event's revision. */
+export interface CachedStreamState<State> {
+  revision: StreamRevision;
+  state: State;
+}
+
+/**
+ * Folded states of the most recently used streams, bounded in count. Entries may be stale when
+ * another process wrote since: the command handler relies on the append's expected revision,
+ * never on the entry being current. States must be immutable (deciders' `evolve` returns new
+ * values), since concurrent commands share them.
+ */
+export class StreamStateCache<State> {
+  private readonly entries = new Map<string, CachedStreamState<State>>();
+
+  constructor(private readonly capacity = 10_000) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+  }
+
+  get(streamId: string): CachedStreamState<State> | undefined {
+    const entry = this.entries.get(streamId);
+    if (entry === undefined) return undefined;
+    // Map keeps insertion order: re-inserting marks the stream most recently used.
+    this.entries.delete(streamId);
+    this.entries.set(streamId, entry);
+    return entry;
+  }
+
+  /** Keeps the newer of the stored and the given state: a slow writer never rolls an entry back. */
+  set(streamId: string, entry: CachedStreamState<State>): void {
+    const current = this.entries.get(streamId);
+    if (current !== undefined && current.revision > entry.revision) return;
+    this.entries.delete(streamId);
+    this.entries.set(streamId, entry);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  delete(streamId: string): void {
+    this.entries.delete(streamId);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
