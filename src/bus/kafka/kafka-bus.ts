@@ -1,9 +1,12 @@
 import kafkajs, { type Admin, type Kafka, type Producer } from 'kafkajs';
 import type { Bus, ConsumerHandle, ConsumerOptions, OutgoingMessage } from '../../core/bus.port.js';
-import { InvalidStateError, UnavailableError } from '../../core/errors.js';
+import { InvalidStateError } from '../../core/errors.js';
 import { createLogger, type Logger } from '../../core/logger.js';
 import { startKafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
 import { KAFKAJS_LOG_LEVEL, kafkaLogCreator } from './kafka-logging.js';
+import { KafkaPublishBatcher, type TopicRecords } from './kafka-publish-batcher.js';
+
+export { BusPublishError } from './kafka-publish-batcher.js';
 
 const { Kafka: KafkaClient, Partitioners } = kafkajs;
 
@@ -15,9 +18,14 @@ export interface KafkaBusOptions {
   logger?: Logger;
   /**
    * How long `publish` keeps retrying a retriable failure (a broker restart, a leader change)
-   * before it rejects with BusPublishError. Default 30 s.
+   * before it rejects with BusPublishError, counted from the call (time queued behind an
+   * earlier request included). Default 30 s.
    */
   publishTimeoutMs?: number;
+  /** Most messages in one produce request; a single larger publish still goes alone. Default 1,000. */
+  maxBatchMessages?: number;
+  /** Most UTF-8 bytes of keys plus values in one produce request; a single larger publish still goes alone. Default 512 KiB. */
+  maxBatchBytes?: number;
   /** Per-request timeout of every broker request. Default 30 s. */
   requestTimeoutMs?: number;
   /** A member that sends no heartbeat for this long is removed from its group. Default 30 s. */
@@ -30,27 +38,17 @@ export interface KafkaBusOptions {
   maxWaitTimeMs?: number;
 }
 
-/** A publish that could not be acknowledged by the broker in time. Nothing was silently dropped. */
-export class BusPublishError extends UnavailableError {
-  constructor(
-    readonly topic: string,
-    readonly attempts: number,
-    override readonly cause: unknown,
-  ) {
-    super(`publishing to ${topic} failed after ${attempts} attempt(s): ${String(cause)}`);
-  }
-}
-
 /**
  * The Bus over Kafka (kafkajs). `publish` resolves only when the broker acknowledged every
  * message on all in-sync replicas (acks=-1), with one request in flight per connection so a
- * retry cannot reorder a partition. No idempotent producer: a retry may write a message twice,
- * and consumers dedupe by messageId. Consumers: see kafka-consumer.ts.
+ * retry cannot reorder a partition. Concurrent publishes share produce requests (see
+ * kafka-publish-batcher.ts). No idempotent producer: a retry may write a message twice, and
+ * consumers dedupe by messageId. Consumers: see kafka-consumer.ts.
  */
 export class KafkaBus implements Bus {
   private readonly kafka: Kafka;
   private readonly logger: Logger;
-  private readonly publishTimeoutMs: number;
+  private readonly publisher: KafkaPublishBatcher;
   private readonly consumerSettings: KafkaConsumerSettings;
   private readonly consumers = new Set<ConsumerHandle>();
   private producer: Promise<Producer> | undefined;
@@ -59,7 +57,6 @@ export class KafkaBus implements Bus {
 
   constructor(options: KafkaBusOptions) {
     this.logger = options.logger ?? createLogger({ level: 'warn' });
-    this.publishTimeoutMs = options.publishTimeoutMs ?? 30_000;
     this.consumerSettings = {
       sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
       rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
@@ -76,30 +73,19 @@ export class KafkaBus implements Bus {
       logLevel: KAFKAJS_LOG_LEVEL,
       logCreator: kafkaLogCreator(this.logger),
     });
+    this.publisher = new KafkaPublishBatcher({
+      send: (batch) => this.sendBatch(batch),
+      isRetriable,
+      timeoutMs: options.publishTimeoutMs ?? 30_000,
+      maxMessages: options.maxBatchMessages ?? 1_000,
+      maxBytes: options.maxBatchBytes ?? 512 * 1024,
+      logger: this.logger,
+    });
   }
 
   async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
     this.assertOpen();
-    if (messages.length === 0) return;
-    const records = messages.map(({ key, value, headers }) => ({ key, value, headers: { ...headers } }));
-    const deadline = Date.now() + this.publishTimeoutMs;
-    let backoffMs = 100;
-    let lastError: unknown;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await beforeDeadline(this.sendOnce(topic, records), deadline, this.publishTimeoutMs);
-        return;
-      } catch (error) {
-        // Never silently dropped: either acknowledged, or the caller gets the error. An attempt
-        // cut off by the deadline may still land later: a duplicate, which consumers dedupe.
-        const timedOut = error instanceof DeadlineExceeded;
-        lastError = timedOut ? (lastError ?? error) : error;
-        if (timedOut || this.closed || !isRetriable(error) || Date.now() + backoffMs >= deadline) throw new BusPublishError(topic, attempt, lastError);
-        this.logger.warn('publish failed; retrying', { component: 'kafka-bus', topic, attempt, error: String(error) });
-        await sleep(backoffMs);
-        backoffMs = Math.min(backoffMs * 2, 2_000);
-      }
-    }
+    await this.publisher.publish(topic, messages);
   }
 
   async consume(options: ConsumerOptions): Promise<ConsumerHandle> {
@@ -125,11 +111,16 @@ export class KafkaBus implements Bus {
     await admin.createTopics({ waitForLeaders: true, topics: missing.map(({ topic, partitions }) => ({ topic, numPartitions: partitions })) });
   }
 
-  /** Stops every consumer (waiting for in-flight handlers), then disconnects. */
+  /**
+   * Stops every consumer (waiting for in-flight handlers) and settles every publish already
+   * accepted (sent once more without retries, or rejected), then disconnects.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const published = this.publisher.close();
     await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
+    await published;
     const clients = [this.producer, this.admin].filter((client) => client !== undefined);
     for (const client of clients) {
       try {
@@ -141,9 +132,9 @@ export class KafkaBus implements Bus {
     }
   }
 
-  private async sendOnce(topic: string, messages: { key: string; value: string; headers: Record<string, string> }[]): Promise<void> {
+  private async sendBatch(topicMessages: TopicRecords[]): Promise<void> {
     const producer = await this.connectedProducer();
-    await producer.send({ topic, acks: -1, messages });
+    await producer.sendBatch({ acks: -1, topicMessages });
   }
 
   private connectedProducer(): Promise<Producer> {
@@ -201,30 +192,4 @@ function isRetriable(error: unknown): boolean {
     current = cause ?? originalError;
   }
   return false;
-}
-
-class DeadlineExceeded extends Error {
-  constructor(timeoutMs: number) {
-    super(`no acknowledgement within the publish timeout (${timeoutMs} ms)`);
-  }
-}
-
-function beforeDeadline(work: Promise<void>, deadline: number, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new DeadlineExceeded(timeoutMs)), Math.max(0, deadline - Date.now()));
-    work.then(
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
