@@ -103,7 +103,10 @@ export class Dispatcher {
     if (due.length > 0) await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
     const last = batch[batch.length - 1];
     if (last === undefined) return;
-    const changed = due.length + later.length + (this.deps.unclaimed ? left.length : 0) > 0;
+    // Dispatches the broker acked need no prompt checkpoint: after a crash they are sent again,
+    // and a duplicate dispatch yields one claim. Only what is kept beside the checkpoint (held-back
+    // dispatches, the unclaimed list) must commit with it now.
+    const changed = later.length + (this.deps.unclaimed ? due.length + left.length : 0) > 0;
     if (!this.throttle.shouldSave(changed, last.position)) return;
     // Promise 1: the log is the outbox. The checkpoint moves only once the broker acked this
     // batch's dispatches and the held-back ones are stored, so no crash can lose one.
