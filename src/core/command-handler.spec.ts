@@ -140,6 +140,28 @@ describe('handleCommand with a cache of folded states', () => {
   });
 });
 
+describe('handleCommand on a stream assumed new', () => {
+  it('appends without reading when the stream is indeed new', async () => {
+    const { store, common, types } = setup();
+    await handleCommand({ ...common, assumeNewStream: true, command: { type: 'Open' } });
+
+    expect(types()).toEqual(['Opened']);
+    expect(store.reads).toBe(0);
+  });
+
+  it('reads and decides again when the stream exists after all', async () => {
+    const { common, types, appendElsewhere } = setup();
+    await appendElsewhere({ type: 'Opened', data: {} });
+    await appendElsewhere({ type: 'Deposited', data: { amount: 3 } });
+
+    const outcome = await handleCommand({ ...common, assumeNewStream: true, command: { type: 'Open' } });
+
+    expect(outcome.appended).toBeNull();
+    expect(outcome.state).toEqual({ status: 'open', balance: 3 });
+    expect(types()).toEqual(['Opened', 'Deposited']);
+  });
+});
+
 describe('handleCommands: several commands, one append', () => {
   it('decides each on the state the previous left and appends all their events at once', async () => {
     const { store, common, types } = setup();

@@ -26,6 +26,12 @@ export interface HandleCommandOptions<Command, Event extends DomainEvent, State>
    * on a fresh read, because an older state may refuse what the current one accepts.
    */
   cache?: StreamStateCache<State>;
+  /**
+   * The stream is almost surely new (its id was just made at random): decide on the initial
+   * state without reading, as on a cached state: the append expects no stream, and anything
+   * else reads after all.
+   */
+  assumeNewStream?: boolean;
 }
 
 export interface CommandOutcome<Event extends DomainEvent, State> {
@@ -85,7 +91,7 @@ export async function handleCommands<Command, Event extends DomainEvent, State>(
   const maxRetries = options.maxConflictRetries ?? 10;
   let useCache = cache !== undefined;
   for (let attempt = 0; ; attempt++) {
-    const cached = useCache ? cache!.get(streamId) : undefined;
+    const cached = attempt === 0 && options.assumeNewStream === true ? { revision: null, state: decider.initialState() } : useCache ? cache!.get(streamId) : undefined;
     let loaded: Loaded<State> = cached === undefined ? await load(options) : { ...cached, history: [] };
     let decided = decideAll(decider, options.commands, loaded.state);
     let onCachedState = cached !== undefined;

@@ -31,8 +31,12 @@ export class ExecutionRunner {
     @Inject(ID_GENERATOR) readonly ids: IdGenerator,
   ) {}
 
-  run(executionId: string, command: ExecutionCommandInput, eventId?: (index: number) => string): Promise<ExecutionOutcome> {
-    return handleCommand({ ...this.options(executionId, eventId), command });
+  /**
+   * `eventIds` makes the ids of the appended events deterministic (a retry must not add a second
+   * fact); `newStream` skips the read of a stream whose id was just made at random.
+   */
+  run(executionId: string, command: ExecutionCommandInput, options: { eventIds?: (index: number) => string; newStream?: boolean } = {}): Promise<ExecutionOutcome> {
+    return handleCommand({ ...this.options(executionId, options.eventIds), command, assumeNewStream: options.newStream });
   }
 
   /**

@@ -53,7 +53,7 @@ export class StartExecutionHandler {
         },
         metadata: { now: this.runner.clock.now(), actor: principal.subject },
       },
-      key ? (index) => uuidV5(`${executionId}:start:${index}`) : undefined,
+      key ? { eventIds: (index) => uuidV5(`${executionId}:start:${index}`) } : { newStream: true },
     );
     const state = outcome.state;
     if (state.status === 'not_started') throw new Error('start left no execution');
