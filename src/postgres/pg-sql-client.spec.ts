@@ -40,6 +40,21 @@ describe('node-postgres SQL client', () => {
     });
   });
 
+  describe('when a transaction asks for an asynchronous commit', () => {
+    it('runs with synchronous_commit off, commits its writes, and leaves the connection as it was', async () => {
+      const setting = (tx: { query: PgSqlClient['query'] }) => tx.query<{ synchronous_commit: string }>('show synchronous_commit');
+      const inside = await client.transaction(async (tx) => {
+        await tx.query('insert into counter (n) values (3)');
+        return (await setting(tx)).rows[0]!.synchronous_commit;
+      }, { asynchronousCommit: true });
+      expect(inside).toBe('off');
+      expect((await client.query('select n from counter where n = 3')).rows).toEqual([{ n: 3 }]);
+      // Pooled connections are reused: the setting must not outlive the transaction.
+      const afterwards = await Promise.all(Array.from({ length: 5 }, () => client.transaction(async (tx) => (await setting(tx)).rows[0]!.synchronous_commit)));
+      expect(afterwards).toEqual(Array(5).fill('on'));
+    });
+  });
+
   describe('when the listening connection is killed', () => {
     it('reconnects, signals the possible gap with an empty payload, and delivers later notifications', async () => {
       const payloads: string[] = [];

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { PgSignalConnection } from './pg-signal-connection.js';
-import type { SqlClient, SqlQueryable } from './sql-client.port.js';
+import type { SqlClient, SqlQueryable, TransactionOptions } from './sql-client.port.js';
 
 export interface PgSqlClientOptions {
   /**
@@ -28,13 +28,14 @@ export class PgSqlClient implements SqlClient {
     return { rows: result.rows as T[] };
   }
 
-  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client = await this.pool.connect();
     const tx: SqlQueryable = {
       query: async <R>(sql: string, params?: unknown[]) => ({ rows: (await client.query(sql, params)).rows as R[] }),
     };
     try {
-      await client.query('begin');
+      // One simple-protocol query carries both statements: one round trip, not two.
+      await client.query(options.asynchronousCommit === true ? 'begin; set local synchronous_commit = off' : 'begin');
       const result = await fn(tx);
       await client.query('commit');
       client.release();

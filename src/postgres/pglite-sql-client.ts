@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import type { SqlClient, SqlQueryable } from './sql-client.port.js';
+import type { SqlClient, SqlQueryable, TransactionOptions } from './sql-client.port.js';
 
 /**
  * SqlClient over one PGlite instance (the embedded mode). PGlite is a single connection:
@@ -21,10 +21,11 @@ export class PgliteSqlClient implements SqlClient {
     return { rows: result.rows };
   }
 
-  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
-    return this.db.transaction((tx) =>
-      fn({ query: async <R>(sql: string, params?: unknown[]) => ({ rows: (await tx.query<R>(sql, params)).rows }) }),
-    );
+  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      if (options.asynchronousCommit === true) await tx.query('set local synchronous_commit = off');
+      return fn({ query: async <R>(sql: string, params?: unknown[]) => ({ rows: (await tx.query<R>(sql, params)).rows }) });
+    });
   }
 
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {

@@ -9,9 +9,18 @@ export interface SqlQueryable {
   query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
 }
 
+export interface TransactionOptions {
+  /**
+   * Commit without waiting for the WAL flush (`synchronous_commit = off` for this transaction):
+   * for writes that can be derived again from the log, where a crash may lose the last moments
+   * but never leaves them half applied. Set in the same round trip as BEGIN.
+   */
+  asynchronousCommit?: boolean;
+}
+
 export interface SqlClient extends SqlQueryable {
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Calls `onNotify` for every NOTIFY on `channel` until the returned function is awaited.
    * Notifications can be lost (a reconnect); after one, `onNotify('')` is called once so the

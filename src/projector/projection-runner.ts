@@ -106,16 +106,15 @@ export class ProjectionRunner {
     // page did, and so did a full one that ends exactly there (no further page would come).
     const indexNow =
       this.role === 'building' && !this.indexed && (page.length < batchSize || next === (await this.options.store.headPosition()));
+    // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
+    // batch lost to a server crash is simply applied again from the log.
     await sql.transaction(async (tx) => {
-      // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
-      // batch lost to a server crash is simply applied again from the log.
-      await tx.query('set local synchronous_commit = off');
       if (!(await advanceCheckpoint(tx, definition.name, version, this.position, next, page.length))) throw new FencedError();
       if (events.length > 0) await applyBatch(tx, definition, tables, events);
       if (indexNow) await createIndexes(tx, definition, version);
       if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
       await hooks?.beforeCommit?.(info);
-    });
+    }, { asynchronousCommit: true });
     this.position = next;
     if (indexNow) this.indexed = true;
     if (info.switched) {
