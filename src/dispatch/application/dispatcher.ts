@@ -115,7 +115,9 @@ export class Dispatcher {
       await this.deps.unclaimed?.add(due, tx);
       await this.deps.unclaimed?.remove(left, tx);
       await this.deps.checkpoints.save(this.options.name, last.position, tx);
-    });
+      // What this records is derived from the log after the checkpoint: a crash may lose it
+      // together with the checkpoint, and the batch is dispatched again.
+    }, { asynchronousCommit: true });
   }
 
   /** Publishes held-back dispatches whose time has come; returns how many. */

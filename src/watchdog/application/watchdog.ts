@@ -95,10 +95,11 @@ export class Watchdog {
     const last = batch[batch.length - 1];
     if (last === undefined) return;
     if (!this.throttle.shouldSave(plan.upserts.length + plan.removals.length > 0, last.position)) return;
+    // Deadlines and checkpoint are derived from the log: a crash may lose both, never one.
     await this.deps.sql.transaction(async (tx) => {
       await this.deps.deadlines.apply(plan, tx);
       await this.deps.checkpoints.save(this.options.name, last.position, tx);
-    });
+    }, { asynchronousCommit: true });
   }
 
   /** Fires every deadline due now (bounded batches); returns how many were fired. */
