@@ -94,6 +94,7 @@ export async function createIndexes(tx: SqlQueryable, definition: ProjectionDefi
  * Moves a version's checkpoint from `expected` to `next`, first thing in a batch's transaction.
  * The row lock serializes writers of one version, and the compare makes a second writer (a
  * stale runner, a retired live version whose row is gone) fail instead of applying twice.
+ * A live version does not move while a caught-up rebuild holds it for its switch: `held`.
  */
 export async function advanceCheckpoint(
   tx: SqlQueryable,
@@ -102,14 +103,35 @@ export async function advanceCheckpoint(
   expected: Position | null,
   next: Position,
   events: number,
-): Promise<boolean> {
-  const { rows } = await tx.query(
-    `update projector.checkpoints set position = $4, events_seen = events_seen + $5, updated_at = now()
-     where name = $1 and version = $2 and position is not distinct from $3::text
-     returning 1 as ok`,
+): Promise<'advanced' | 'fenced' | 'held'> {
+  const { rows } = await tx.query<{ held: boolean }>(
+    `with hold as (
+       select exists (select 1 from projector.projections
+                      where name = $1 and live_version = $2 and switch_hold_until > now()) as held
+     ), moved as (
+       update projector.checkpoints set position = $4, events_seen = events_seen + $5, updated_at = now()
+       where name = $1 and version = $2 and position is not distinct from $3::text and not (select held from hold)
+       returning 1
+     )
+     select (select held from hold) as held, exists (select 1 from moved) as moved`,
     [name, version, expected, next, events],
   );
-  return rows.length === 1;
+  const row = rows[0] as { held: boolean; moved: boolean } | undefined;
+  if (row?.moved === true) return 'advanced';
+  return row?.held === true ? 'held' : 'fenced';
+}
+
+/**
+ * A rebuild that has reached the head of the log but not the live version (which keeps moving
+ * under load) asks the live version to stand still until it has caught up and switched. The hold
+ * expires by itself, so a builder that dies holds nothing for long.
+ */
+export async function holdLiveForSwitch(sql: SqlQueryable, name: string, buildingVersion: number, holdMs: number): Promise<void> {
+  await sql.query(
+    `update projector.projections set switch_hold_until = now() + make_interval(secs => $3::double precision / 1000)
+     where name = $1 and building_version = $2`,
+    [name, buildingVersion, holdMs],
+  );
 }
 
 /**
@@ -132,7 +154,7 @@ export async function switchIfCaughtUp(tx: SqlQueryable, definition: ProjectionD
   const livePosition = checkpoint[0]?.position ?? null;
   if (livePosition !== null && position < livePosition) return false;
   await pointViewsAt(tx, definition, version);
-  await tx.query('update projector.projections set live_version = $2, building_version = null where name = $1', [definition.name, version]);
+  await tx.query('update projector.projections set live_version = $2, building_version = null, switch_hold_until = null where name = $1', [definition.name, version]);
   await tx.query(`update projector.versions set status = 'retired' where name = $1 and version = $2`, [definition.name, live.live_version]);
   await tx.query(`update projector.versions set status = 'live', switched_at = now() where name = $1 and version = $2`, [definition.name, version]);
   await tx.query('delete from projector.checkpoints where name = $1 and version = $2', [definition.name, live.live_version]);

@@ -2,7 +2,7 @@ import type { EventStore, Position, RecordedEvent } from '../core/event-store.po
 import type { Logger } from '../core/logger.js';
 import { executionStreamId, parseExecutionEvent } from '../executions/domain/execution-event.parser.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
-import { advanceCheckpoint, createIndexes, dropUnusedVersions, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
+import { advanceCheckpoint, createIndexes, dropUnusedVersions, holdLiveForSwitch, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
 import { applyBatch, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
 
@@ -45,6 +45,13 @@ export interface RunnerOptions {
 /** The runner's checkpoint moved under it: another writer, or its version was retired. */
 class FencedError extends Error {}
 
+/** A caught-up rebuild holds the live version still for its switch: apply the batch again shortly. */
+class HeldError extends Error {}
+
+/** How long a caught-up rebuild may hold the live version still; renewed while it keeps trying. */
+const SWITCH_HOLD_MS = 5_000;
+const HELD_RETRY_MS = 20;
+
 const EXECUTION_PREFIX = executionStreamId('');
 
 /**
@@ -86,7 +93,7 @@ export class ProjectionRunner {
     try {
       for await (const prepared of readAhead(pages, stop, prepare)) {
         if (signal.aborted) break;
-        await this.apply(prepared);
+        await this.apply(prepared, signal);
       }
     } catch (error) {
       if (error instanceof FencedError) return 'fenced';
@@ -97,7 +104,19 @@ export class ProjectionRunner {
     return 'stopped';
   }
 
-  private async apply({ page, events }: PreparedPage): Promise<void> {
+  private async apply(prepared: PreparedPage, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        return await this.applyOnce(prepared);
+      } catch (error) {
+        if (!(error instanceof HeldError)) throw error;
+        // Usually ends with the switch, which fences this runner out; at worst the hold expires.
+        await new Promise((resolve) => setTimeout(resolve, HELD_RETRY_MS));
+      }
+    }
+  }
+
+  private async applyOnce({ page, events }: PreparedPage): Promise<void> {
     const { sql, definition, version, hooks, batchSize } = this.options;
     const next = page[page.length - 1]!.position;
     const tables = versionTables(definition, version);
@@ -109,7 +128,9 @@ export class ProjectionRunner {
     // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
     // batch lost to a server crash is simply applied again from the log.
     await sql.transaction(async (tx) => {
-      if (!(await advanceCheckpoint(tx, definition.name, version, this.position, next, page.length))) throw new FencedError();
+      const advanced = await advanceCheckpoint(tx, definition.name, version, this.position, next, page.length);
+      if (advanced === 'held') throw new HeldError();
+      if (advanced === 'fenced') throw new FencedError();
       if (events.length > 0) await applyBatch(tx, definition, tables, events);
       if (indexNow) await createIndexes(tx, definition, version);
       if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
@@ -117,6 +138,11 @@ export class ProjectionRunner {
     }, { asynchronousCommit: true });
     this.position = next;
     if (indexNow) this.indexed = true;
+    // Caught up with the log but not with the live version, which keeps moving under load: ask
+    // it to stand still, so that the next batches reach it and switch (promise 9 under traffic).
+    if (this.role === 'building' && this.indexed && !info.switched && page.length < batchSize) {
+      await holdLiveForSwitch(sql, definition.name, version, SWITCH_HOLD_MS);
+    }
     if (info.switched) {
       this.role = 'live';
       this.options.log.info('rebuilt projection is live', { projection: definition.name, version, position: next });

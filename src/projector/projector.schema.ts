@@ -28,6 +28,8 @@ const CATALOG = [
   )`,
   // false while a rebuild bulk-loads without its indexes
   'alter table projector.versions add column if not exists indexed boolean not null default true',
+  // a caught-up rebuild holds the live version still until it switches (or the hold expires)
+  'alter table projector.projections add column if not exists switch_hold_until timestamptz',
   `create table if not exists projector.checkpoints (
     name text not null,
     version integer not null,

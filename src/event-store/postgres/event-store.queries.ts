@@ -23,24 +23,39 @@ export const READ_STREAM_SQL = `select ${EVENT_COLUMNS} from event_store.events 
 const HEAD = `select e.transaction_id::text as head_xid, e.seq as head_seq from event_store.events e
   where ${READABLE} order by e.transaction_id desc, e.seq desc limit 1`;
 
-/** The page after a cursor, plus the readable head in the same snapshot. */
-export const READ_PAGE_SQL = `with page as (
-    select ${EVENT_COLUMNS}, e.transaction_id as xid from event_store.events e
+/** Events after the cursor ($1, $2) that a reader may see, in position order, at most `limit`. */
+function pageAfter(where: string, limit: string): string {
+  return `select ${EVENT_COLUMNS}, e.transaction_id as xid from event_store.events e
     where ${READABLE}
-      and (e.transaction_id, e.seq) > ($1::xid8, $2::bigint)
-      and ($3::text[] is null or exists (select 1 from unnest($3::text[]) as p(prefix) where starts_with(e.stream_id, p.prefix)))
+      and (e.transaction_id, e.seq) > ($1::xid8, $2::bigint)${where}
     order by e.transaction_id, e.seq
-    limit $4
-  )
+    limit ${limit}`;
+}
+
+/** Committed events exist that readers may not see yet: an older transaction is still open. */
+const HELD_BACK = `exists (select 1 from event_store.events e
+    where e.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) as held_back`;
+
+const PREFIX_FILTER = `
+      and ($3::text[] is null or exists (select 1 from unnest($3::text[]) as p(prefix) where starts_with(e.stream_id, p.prefix)))`;
+
+/** The page after a cursor, plus the readable head in the same snapshot. */
+export const READ_PAGE_SQL = `with page as (${pageAfter(PREFIX_FILTER, '$4')})
   select head.head_xid, head.head_seq, page.*
   from (select 1) as anchor
   left join (${HEAD}) as head on true
   left join page on true
   order by page.xid, page.seq`;
 
-export const PROBE_SQL = `select head.head_xid, head.head_seq,
-    exists (select 1 from event_store.events e
-            where e.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) as held_back
+/** The shared tail's refresh: the unfiltered page after a cursor, the head, and held_back, in one snapshot. */
+export const READ_TAIL_SQL = `with page as (${pageAfter('', '$3')})
+  select head.head_xid, head.head_seq, ${HELD_BACK}, page.*
+  from (select 1) as anchor
+  left join (${HEAD}) as head on true
+  left join page on true
+  order by page.xid, page.seq`;
+
+export const PROBE_SQL = `select head.head_xid, head.head_seq, ${HELD_BACK}
   from (select 1) as anchor left join (${HEAD}) as head on true`;
 
 export const STREAM_REVISION_SQL = 'select revision from event_store.streams where stream_id = $1';

@@ -3,7 +3,7 @@ import { LogWatcher, type LogProbe } from './log-watcher.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function watcherOver(probe: () => Promise<LogProbe>) {
+function watcherOver(probe: () => Promise<LogProbe>, settleMs = 0) {
   let wakeFromOtherProcess = () => undefined as void;
   const watcher = new LogWatcher({
     probe,
@@ -12,6 +12,7 @@ function watcherOver(probe: () => Promise<LogProbe>) {
       return async () => undefined;
     },
     pollIntervalMs: 60_000,
+    settleMs,
   });
   return { watcher, wakeFromOtherProcess: () => wakeFromOtherProcess() };
 }
@@ -19,19 +20,21 @@ function watcherOver(probe: () => Promise<LogProbe>) {
 describe('log watcher', () => {
   describe('when many subscriptions wait', () => {
     it('probes the log once per wake-up, not once per subscription', async () => {
+      let appended = false;
       let head: string | null = null;
       let probes = 0;
       const { watcher, wakeFromOtherProcess } = watcherOver(async () => {
         probes += 1;
-        return { head, heldBack: false };
+        if (appended) head = '10-1';
+        return { heldBack: false };
       });
       const signal = new AbortController().signal;
       await Promise.all(Array.from({ length: 50 }, () => watcher.acquire()));
-      const waiting = Array.from({ length: 50 }, () => watcher.waitBeyond(null, signal));
+      const waiting = Array.from({ length: 50 }, () => watcher.waitUntil(() => head !== null, signal));
       await sleep(10);
       expect(probes).toBe(1);
 
-      head = '10-1';
+      appended = true;
       wakeFromOtherProcess();
       await Promise.all(waiting);
       expect(probes).toBe(2);
@@ -43,12 +46,15 @@ describe('log watcher', () => {
     it('re-polls within milliseconds, backing off while the transaction stays open', async () => {
       let probes = 0;
       let open = true;
+      let head: string | null = null;
       const { watcher, wakeFromOtherProcess } = watcherOver(async () => {
         probes += 1;
-        return open ? { head: null, heldBack: true } : { head: '7-1', heldBack: false };
+        if (open) return { heldBack: true };
+        head = '7-1';
+        return { heldBack: false };
       });
       await watcher.acquire();
-      const waiting = watcher.waitBeyond(null, new AbortController().signal);
+      const waiting = watcher.waitUntil(() => head !== null, new AbortController().signal);
       await sleep(300);
       // 2, 4, 8, 16, 32, then every 50 ms: a handful of probes, not a spin.
       expect(probes).toBeGreaterThanOrEqual(6);
@@ -71,7 +77,7 @@ describe('log watcher', () => {
       await watcher.acquire();
       await watcher.acquire();
       const signal = new AbortController().signal;
-      const outcomes = await Promise.allSettled([watcher.waitBeyond(null, signal), watcher.waitBeyond('1-1', signal)]);
+      const outcomes = await Promise.allSettled([watcher.waitUntil(() => false, signal), watcher.waitUntil(() => false, signal)]);
       expect(outcomes).toEqual([
         { status: 'rejected', reason: failure },
         { status: 'rejected', reason: failure },
@@ -83,12 +89,54 @@ describe('log watcher', () => {
 
   describe('when the subscription is aborted while waiting', () => {
     it('lets it go at once', async () => {
-      const { watcher } = watcherOver(async () => ({ head: null, heldBack: false }));
+      const { watcher } = watcherOver(async () => ({ heldBack: false }));
       await watcher.acquire();
       const controller = new AbortController();
-      const waiting = watcher.waitBeyond(null, controller.signal);
+      const waiting = watcher.waitUntil(() => false, controller.signal);
       controller.abort();
       await expect(waiting).resolves.toBeUndefined();
+      watcher.release();
+    });
+  });
+
+  describe('when a burst of appends wakes it', () => {
+    it('lets the burst land and probes once for all of it', async () => {
+      let appended = 0;
+      let seen = 0;
+      let probes = 0;
+      const { watcher, wakeFromOtherProcess } = watcherOver(async () => {
+        probes += 1;
+        seen = appended;
+        return { heldBack: false };
+      }, 30);
+      await watcher.acquire();
+      const signal = new AbortController().signal;
+      await watcher.waitUntil(() => true, signal);
+      const waiting = watcher.waitUntil(() => seen === 5, signal);
+      await sleep(50); // the first wait's own probe
+      const before = probes;
+      for (let n = 0; n < 5; n++) {
+        appended += 1;
+        wakeFromOtherProcess();
+      }
+      await waiting;
+      expect(probes - before).toBe(1);
+      watcher.release();
+    });
+  });
+
+  describe('when a probe stops short of the head', () => {
+    it('probes again without waiting for a wake-up, until the waiters are served', async () => {
+      let read = 0;
+      let probes = 0;
+      const { watcher } = watcherOver(async () => {
+        probes += 1;
+        read = Math.min(read + 1, 3);
+        return { heldBack: false, more: read < 3 };
+      });
+      await watcher.acquire();
+      await watcher.waitUntil(() => read === 3, new AbortController().signal);
+      expect(probes).toBe(3);
       watcher.release();
     });
   });

@@ -1,24 +1,24 @@
-import type { Position } from '../../core/event-store.port.js';
-import { comparePositions } from './position.codec.js';
-
-/** What one cheap query learns about the readable end of the log. */
+/** What one read of the log's end learns, besides what it brought the waiters. */
 export interface LogProbe {
-  /** Last event a reader may see now (below the snapshot's xmin); null for an empty log. */
-  head: Position | null;
   /** Committed events exist that readers may not see yet, because an older transaction is open. */
   heldBack: boolean;
+  /** The read stopped short of the readable head: read again without waiting for a wake-up. */
+  more?: boolean;
 }
 
 export interface LogWatcherOptions {
+  /** Reads the end of the log (the shared tail's refresh); waiters check their condition after it. */
   probe: () => Promise<LogProbe>;
   /** Starts listening for wake-ups from other processes; resolves once listening. */
   listen: (onWake: () => void) => Promise<() => Promise<void>>;
   /** Fallback poll: covers a lost notification. */
   pollIntervalMs: number;
+  /** After a wake-up, wait this long for more appends before probing. Default 0. */
+  settleMs?: number;
 }
 
 interface Waiter {
-  cursor: Position | null;
+  ready: () => boolean;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -29,17 +29,19 @@ const MAX_QUICK_REPOLL_MS = 50;
 /**
  * One per store instance, shared by all its subscriptions, so a thousand idle subscribers cost
  * one probe per wake-up rather than a thousand reads. A subscriber that has read everything
- * waits here until the readable head passes its cursor. Wake-ups: appends through the same
- * store (`wake()`, no round trip), NOTIFY from other processes, the fallback poll, and a quick
- * re-poll with backoff while events are held back behind an older open transaction.
+ * waits here until a probe brings it something (the store's probe refreshes the shared tail of
+ * the log, see log-tail.ts). Wake-ups: appends through the same store (`wake()`, no round
+ * trip), NOTIFY from other processes, the fallback poll, and a quick re-poll with backoff while
+ * events are held back behind an older open transaction.
  */
 export class LogWatcher {
   private users = 0;
-  private head: Position | null = null;
   /** False until a probe ran, and after a wake-up that found nobody waiting. */
   private fresh = false;
   private probing = false;
   private probeAgain = false;
+  /** The last probe stopped short of the head: the next one need not wait for a burst to land. */
+  private behind = false;
   private readonly waiters = new Set<Waiter>();
   private listening: Promise<() => Promise<void>> | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -87,11 +89,10 @@ export class LogWatcher {
     void this.runProbe();
   }
 
-  /** Resolves once the readable head is past `cursor`, or when `signal` aborts. */
-  waitBeyond(cursor: Position | null, signal: AbortSignal): Promise<void> {
+  /** Resolves once `ready()` holds (checked now and after each probe), or when `signal` aborts. */
+  waitUntil(ready: () => boolean, signal: AbortSignal): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the event store is closed'));
-    // The head only moves forward, so a known head past the cursor is proof enough, fresh or not.
-    if (signal.aborted || comparePositions(this.head, cursor) > 0) return Promise.resolve();
+    if (signal.aborted || ready()) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => settle(resolve);
       const settle = (finish: () => void) => {
@@ -100,7 +101,7 @@ export class LogWatcher {
         finish();
       };
       const waiter: Waiter = {
-        cursor,
+        ready,
         resolve: () => settle(resolve),
         reject: (error) => settle(() => reject(error)),
       };
@@ -126,17 +127,29 @@ export class LogWatcher {
     let heldBack = false;
     try {
       do {
+        // Let a burst of appends land first: one read then serves them all, at the cost of a
+        // few milliseconds of latency. Wake-ups meanwhile are part of the burst, not a reason to
+        // probe again.
+        const settleMs = this.behind ? 0 : (this.options.settleMs ?? 0);
+        if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
+        if (this.closed) break;
         this.probeAgain = false;
         this.fresh = true;
         const probe = await this.options.probe();
         heldBack = probe.heldBack;
-        if (comparePositions(probe.head, this.head) > 0) this.head = probe.head;
+        this.behind = probe.more === true;
         for (const waiter of [...this.waiters]) {
-          if (comparePositions(this.head, waiter.cursor) > 0) waiter.resolve();
+          if (waiter.ready()) waiter.resolve();
+        }
+        if (this.behind) {
+          // Waiters that got something read on and ask again; those still waiting ask now.
+          this.fresh = false;
+          if (this.waiters.size > 0) this.probeAgain = true;
         }
       } while (this.probeAgain);
     } catch (error) {
       this.fresh = false;
+      this.behind = false;
       // A store failure ends the waiting subscriptions with the error, never silently.
       for (const waiter of [...this.waiters]) waiter.reject(error);
     } finally {

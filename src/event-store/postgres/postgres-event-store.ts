@@ -17,6 +17,7 @@ import {
   PROBE_SQL,
   READ_PAGE_SQL,
   READ_STREAM_SQL,
+  READ_TAIL_SQL,
   STREAM_REVISION_SQL,
   headPosition,
   revisionName,
@@ -33,55 +34,63 @@ import {
   validateStreamId,
   validateStreamPrefixes,
 } from './event-store.validation.js';
+import { subscribeToLog, type LogPage } from './log-subscription.js';
+import { LogTail } from './log-tail.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 import { WakeNotifier } from './wake-notifier.js';
-import { LOG_START, comparePositions, decodePosition, encodePosition } from './position.codec.js';
+import { LOG_START, decodePosition, encodePosition } from './position.codec.js';
 
 export interface PostgresEventStoreOptions {
   /** Fallback poll of waiting subscriptions, for a lost notification. Default 500 ms. */
   pollIntervalMs?: number;
   /** Default upper bound of a subscription batch. Default 500. */
   defaultBatchSize?: number;
-  /** After a wake-up, subscriptions wait this long for more appends before reading. Default 4 ms. */
+  /** After a wake-up, the shared tail waits this long for more appends before reading. Default 4 ms. */
   coalesceMs?: number;
+  /** Events of the shared in-memory tail that serves subscriptions at the head. Default 4096. */
+  tailCapacity?: number;
   /** Close the SqlClient with the store, when the store is its only user. Default false. */
   closeClient?: boolean;
   /** A wake-up NOTIFY failed: subscribers in other processes wait for their poll. */
   onNotifyError?: (error: unknown) => void;
 }
 
-interface Page {
-  events: RecordedEvent[];
-  /** Readable head in the page's snapshot: nothing matching lies between the page and it. */
-  head: Position | null;
-}
+/** Events one refresh of the shared tail reads at most. */
+const TAIL_PAGE_SIZE = 1_000;
+
+const START = encodePosition(LOG_START);
 
 /**
  * EventStore over Postgres (node-postgres or PGlite, same SQL). Appends are one autocommit
  * call of `event_store.append`; global reads are gated by the snapshot's xmin so that a
- * transaction committing late can never be skipped (see event-store.schema.ts).
+ * transaction committing late can never be skipped (see event-store.schema.ts). Subscriptions
+ * at the head share one in-memory tail of the log, refreshed by one query per wake-up.
  */
 export class PostgresEventStore implements EventStore {
   /** Tells this store's own wake-ups from other processes' on the shared channel. */
   private readonly instanceId = randomUUID();
   private readonly watcher: LogWatcher;
+  private readonly tail: LogTail;
+  private readonly tailPageSize: number;
   private readonly notifier: WakeNotifier;
   private readonly defaultBatchSize: number;
-  private readonly coalesceMs: number;
 
   constructor(
     private readonly client: SqlClient,
     private readonly options: PostgresEventStoreOptions = {},
   ) {
     this.defaultBatchSize = options.defaultBatchSize ?? 500;
-    this.coalesceMs = options.coalesceMs ?? 4;
+    const tailCapacity = validateInteger('tailCapacity', options.tailCapacity ?? 4_096, 1);
+    this.tail = new LogTail(tailCapacity);
+    this.tailPageSize = Math.min(TAIL_PAGE_SIZE, tailCapacity);
     this.watcher = new LogWatcher({
-      probe: () => this.probe(),
+      probe: () => this.refreshTail(),
       listen: (onWake) =>
         client.listen(EVENTS_CHANNEL, (payload) => {
           if (payload !== this.instanceId) onWake();
         }),
       pollIntervalMs: options.pollIntervalMs ?? 500,
+      settleMs: options.coalesceMs ?? 4,
     });
     // NOTIFY after commit, not inside the append: Postgres serializes the commits of notifying
     // transactions (one lock held through the WAL flush), which cut append throughput to a
@@ -146,35 +155,16 @@ export class PostgresEventStore implements EventStore {
   async *subscribeToAll(options: SubscribeOptions): AsyncIterable<RecordedEvent[]> {
     const batchSize = validateInteger('batchSize', options.batchSize ?? this.defaultBatchSize, 1);
     const prefixes = validateStreamPrefixes(options.streamPrefixes);
-    let cursor = options.after ?? null;
-    if (cursor !== null) decodePosition(cursor);
-    const { signal } = options;
-    if (signal.aborted) return;
-    await this.watcher.acquire();
-    try {
-      while (!signal.aborted) {
-        const page = await this.readPage(cursor, batchSize, prefixes);
-        if (signal.aborted) return;
-        if (page.events.length > 0) {
-          cursor = page.events[page.events.length - 1]!.position;
-          yield page.events;
-          if (page.events.length === batchSize) continue;
-        }
-        // A short page saw everything readable: skip to the head, so that appends to streams
-        // outside the prefixes do not make this subscription re-read the same range.
-        if (comparePositions(page.head, cursor) > 0) cursor = page.head;
-        await this.watcher.waitBeyond(cursor, signal);
-        // Let a burst of appends land before reading: one page and one downstream transaction
-        // for many events instead of one each, at the cost of a few milliseconds of latency.
-        if (this.coalesceMs > 0 && !signal.aborted) await new Promise((resolve) => setTimeout(resolve, this.coalesceMs));
-      }
-    } finally {
-      this.watcher.release();
-    }
+    const after = options.after ?? START;
+    decodePosition(after);
+    if (options.signal.aborted) return;
+    const source = { tail: this.tail, watcher: this.watcher, readPage: this.readPage.bind(this) };
+    yield* subscribeToLog(source, { after, prefixes, batchSize, signal: options.signal });
   }
 
   async headPosition(): Promise<Position | null> {
-    return (await this.probe()).head;
+    const { rows } = await this.client.query<HeadRow>(PROBE_SQL);
+    return headPosition(rows[0]);
   }
 
   async close(): Promise<void> {
@@ -183,7 +173,7 @@ export class PostgresEventStore implements EventStore {
     if (this.options.closeClient === true) await this.client.close();
   }
 
-  private async readPage(after: Position | null, maxCount: number, prefixes: string[] | null): Promise<Page> {
+  private async readPage(after: Position | null, maxCount: number, prefixes: string[] | null): Promise<LogPage> {
     const from = after === null ? LOG_START : decodePosition(after);
     const { rows } = await this.client.query<EventRow & HeadRow>(READ_PAGE_SQL, [
       from.transactionId.toString(),
@@ -195,9 +185,21 @@ export class PostgresEventStore implements EventStore {
     return { events, head: headPosition(rows[0]) };
   }
 
-  private async probe(): Promise<LogProbe> {
-    const { rows } = await this.client.query<HeadRow & { held_back: boolean }>(PROBE_SQL);
-    return { head: headPosition(rows[0]), heldBack: rows[0]?.held_back === true };
+  /** The watcher's probe: one query extends the shared tail and tells whether events are held back. */
+  private async refreshTail(): Promise<LogProbe> {
+    const point = this.tail.refreshPoint();
+    if (point === null) return { heldBack: false };
+    const after = decodePosition(point.after);
+    const { rows } = await this.client.query<EventRow & HeadRow & { held_back: boolean }>(READ_TAIL_SQL, [
+      after.transactionId.toString(),
+      after.seq.toString(),
+      this.tailPageSize,
+    ]);
+    const events = rows.filter((row) => row.event_id !== null).map(toRecordedEvent);
+    const more = events.length === this.tailPageSize;
+    // A full page ends at its last event: the head lies further on, beyond events not read yet.
+    this.tail.extend(point, events, more ? null : headPosition(rows[0]));
+    return { heldBack: rows[0]?.held_back === true, more };
   }
 
   private async currentRevision(streamId: string): Promise<string> {

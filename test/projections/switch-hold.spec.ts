@@ -1,0 +1,51 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { advanceCheckpoint, holdLiveForSwitch, readCheckpoint } from '../../src/projector/projection-catalog.js';
+import { HARNESS_KINDS, openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
+
+const position = (n: number) => `${String(n).padStart(20, '0')}-${'0'.padStart(19, '0')}`;
+
+/**
+ * Promise 9 under steady traffic: a rebuild that has reached the head of the log asks the live
+ * version to stand still until it has switched; the hold is bounded, so a builder that dies
+ * holds nothing for long.
+ */
+describe.each(HARNESS_KINDS)('the switch hold on %s', (kind) => {
+  let harness: ProjectionHarness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+
+  const advance = (h: ProjectionHarness, from: string | null, to: string) => h.sql.transaction((tx) => advanceCheckpoint(tx, 'timeline', 1, from, to, 1));
+
+  it('keeps the live checkpoint still while held, and lets it move once the hold has expired', async () => {
+    const h = (harness = await openProjectionHarness(kind));
+    expect(await advance(h, null, position(1))).toBe('advanced');
+    const { version } = await h.rebuild('timeline');
+
+    await holdLiveForSwitch(h.sql, 'timeline', version, 60_000);
+    expect(await advance(h, position(1), position(2))).toBe('held');
+    expect((await readCheckpoint(h.sql, 'timeline', 1))!.position).toBe(position(1));
+
+    // The builder died: its hold runs out (here, at once) and the live version moves again.
+    await h.sql.query(`update projector.projections set switch_hold_until = now() - interval '1 second' where name = 'timeline'`);
+    expect(await advance(h, position(1), position(2))).toBe('advanced');
+    expect((await readCheckpoint(h.sql, 'timeline', 1))!.position).toBe(position(2));
+  });
+
+  it('is only granted to the version being built', async () => {
+    const h = (harness = await openProjectionHarness(kind));
+    await advance(h, null, position(1));
+    const { version } = await h.rebuild('timeline');
+
+    await holdLiveForSwitch(h.sql, 'timeline', version + 1, 60_000);
+    expect(await advance(h, position(1), position(2))).toBe('advanced');
+  });
+
+  it('still fences a writer whose expected checkpoint is not the stored one', async () => {
+    const h = (harness = await openProjectionHarness(kind));
+    await advance(h, null, position(3));
+    expect(await advance(h, position(1), position(4))).toBe('fenced');
+    expect((await readCheckpoint(h.sql, 'timeline', 1))!.position).toBe(position(3));
+  });
+});
