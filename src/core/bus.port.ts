@@ -33,12 +33,20 @@ interface ConsumerBase {
 }
 
 /**
- * Messages of one partition are handled one at a time, in order. A message's offset is
- * committed only after its handler resolved; if it rejects, the consumer stops (and reports
- * the error) rather than skip it.
+ * Messages of one partition are handled in order, one at a time unless `maxInFlight` says
+ * otherwise. A message's offset is committed only after its handler resolved; if it rejects,
+ * the consumer stops (and reports the error) rather than skip it.
  */
 export interface MessageConsumerOptions extends ConsumerBase {
   handle: (message: IncomingMessage) => Promise<void>;
+  /**
+   * Messages handled at once across this consumer's partitions, later messages of a partition
+   * starting before earlier ones finished (default: one at a time per partition). A partition's
+   * offset is committed only past messages that finished together with every earlier one, so a
+   * long handler holds back its partition's commit, never its partition's other messages. A
+   * handler that rejects stops the consumer; nothing from that message on is committed.
+   */
+  maxInFlight?: number;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Bus, IncomingMessage } from '../../src/core/bus.port.js';
-import { gate, messages, recordConsumer, uniqueName, waitUntil, type BusFixture } from './bus-contract.support.js';
+import { gate, messages, recordConsumer, sleep, uniqueName, waitUntil, type BusFixture } from './bus-contract.support.js';
 
 export type { BusFixture } from './bus-contract.support.js';
 
@@ -210,6 +210,74 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         await waitUntil(() => new Set([...handled, ...second].map((m) => m.value)).size === all.length, () => 'every message after the crash');
         await next.stop();
         expect(second.map((m) => m.value)).toEqual(expect.arrayContaining(refused!.map((m) => m.value)));
+      });
+    });
+
+    describe('when messages of a partition may run side by side (maxInFlight)', () => {
+      it('lets later messages finish while an earlier one runs, never more at once than allowed', async () => {
+        const topic = await newTopic(1);
+        const all = messages(30, 3);
+        await bus.publish(topic, all);
+        const slow = gate();
+        const finished: string[] = [];
+        let running = 0;
+        let mostAtOnce = 0;
+        const handle = await bus.consume({
+          groupId: uniqueName('group'),
+          topic,
+          maxInFlight: 4,
+          handle: async (message) => {
+            running += 1;
+            mostAtOnce = Math.max(mostAtOnce, running);
+            if (message.value === 'v-0') await slow.promise;
+            else await sleep(2);
+            running -= 1;
+            finished.push(message.value);
+          },
+        });
+        await waitUntil(() => finished.length === all.length - 1, () => `${finished.length} of ${all.length - 1} messages behind the slow one`);
+        expect(finished).not.toContain('v-0');
+        slow.open();
+        await waitUntil(() => finished.includes('v-0'), () => 'the slow message');
+        await handle.stop();
+        expect(mostAtOnce).toBeLessThanOrEqual(4);
+        expect(mostAtOnce).toBeGreaterThan(1);
+      });
+
+      it('commits nothing past a message whose handler rejected, however many after it finished', async () => {
+        const topic = await newTopic(1);
+        const groupId = uniqueName('group');
+        const all = messages(20, 2);
+        await bus.publish(topic, all);
+        const poisoned = gate();
+        const failure = new Error('the third message failed');
+        const crashes: unknown[] = [];
+        const firstFinished: string[] = [];
+        const first = await bus.consume({
+          groupId,
+          topic,
+          maxInFlight: 8,
+          handle: async (message) => {
+            if (message.value === 'v-2') {
+              await poisoned.promise;
+              throw failure;
+            }
+            firstFinished.push(message.value);
+          },
+          onCrash: (error) => crashes.push(error),
+        });
+        await waitUntil(() => firstFinished.length >= 8, () => 'messages after the poisoned one');
+        poisoned.open();
+        await waitUntil(() => crashes.length > 0, () => 'onCrash');
+        await first.stop();
+        expect(crashes).toEqual([failure]);
+
+        const again: string[] = [];
+        const second = await bus.consume({ groupId, topic, maxInFlight: 8, handle: async (message) => void again.push(message.value) });
+        await waitUntil(() => again.length >= all.length - 2, () => `${again.length} redelivered`);
+        await second.stop();
+        // v-0 and v-1 finished before the failure and may be committed; from v-2 on everything comes again.
+        expect(again).toEqual(expect.arrayContaining(all.slice(2).map((m) => m.value)));
       });
     });
 

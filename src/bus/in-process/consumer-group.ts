@@ -1,11 +1,15 @@
 import { batchHandlerOf, type ConsumerOptions, type IncomingMessage } from '../../core/bus.port.js';
-import { Signal, Slots } from './signal.js';
+import { PartitionProgress } from '../partition-progress.js';
+import { Slots } from '../slots.js';
+import { Signal } from './signal.js';
 import type { TopicLog } from './topic-log.js';
 
 /** One `consume()` call: a member of its group until it stops or a handler rejects. */
 export class GroupMember {
   active = true;
   readonly slots: Slots;
+  /** Set when messages of one partition may run side by side (`maxInFlight`). */
+  readonly pipeline: Slots | null;
   readonly maxBatchSize: number;
   private readonly handleBatch: (messages: IncomingMessage[]) => Promise<void>;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -14,6 +18,7 @@ export class GroupMember {
 
   constructor(private readonly options: ConsumerOptions) {
     this.slots = new Slots(Math.max(1, options.concurrency ?? 1));
+    this.pipeline = 'handle' in options && options.maxInFlight !== undefined ? new Slots(Math.max(1, options.maxInFlight)) : null;
     ({ handleBatch: this.handleBatch, maxBatchSize: this.maxBatchSize } = batchHandlerOf(options));
   }
 
@@ -37,6 +42,7 @@ export class GroupMember {
   finish(): Promise<void> {
     this.active = false;
     this.slots.cancel();
+    this.pipeline?.cancel();
     this.finished ??= (async () => {
       while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
       if (this.failure !== undefined) this.options.onCrash?.(this.failure.error);
@@ -104,17 +110,14 @@ export class ConsumerGroup {
         await Promise.race([this.changed.wait(), this.log.appended.wait()]);
         continue;
       }
+      if (owner.pipeline !== null) {
+        await this.runPipelined(partition, owner, owner.pipeline);
+        continue;
+      }
       await owner.slots.acquire();
       try {
         if (this.assignment[partition] !== owner || !owner.active) continue;
-        const batch = messages.slice(offset, offset + owner.maxBatchSize).map((stored, index): IncomingMessage => ({
-          topic: this.log.name,
-          partition,
-          offset: String(offset + index),
-          key: stored.key,
-          value: stored.value,
-          headers: { ...stored.headers },
-        }));
+        const batch = messages.slice(offset, offset + owner.maxBatchSize).map((_, index) => this.message(partition, offset + index));
         try {
           await owner.deliver(batch);
           this.committed[partition] = offset + batch.length;
@@ -127,5 +130,49 @@ export class ConsumerGroup {
         owner.slots.release();
       }
     }
+  }
+
+  /**
+   * While `owner` holds the partition: starts its messages in order without waiting for earlier
+   * ones to finish (up to the member's limit), and commits just past the longest finished prefix.
+   */
+  private async runPipelined(partition: number, owner: GroupMember, inFlight: Slots): Promise<void> {
+    const messages = this.log.partitions[partition]!;
+    const progress = new PartitionProgress();
+    let position = this.committed[partition]!;
+    const holds = () => !this.closed && owner.active && this.assignment[partition] === owner;
+    while (holds()) {
+      if (position >= messages.length) {
+        await Promise.race([this.changed.wait(), this.log.appended.wait()]);
+        continue;
+      }
+      await inFlight.acquire();
+      if (!holds()) {
+        inFlight.release();
+        return;
+      }
+      const offset = position++;
+      progress.start(BigInt(offset));
+      owner
+        .deliver([this.message(partition, offset)])
+        .then(
+          () => {
+            progress.finish(BigInt(offset));
+            // Commits only move forward: a previous owner finishing late never rolls one back.
+            this.committed[partition] = Math.max(this.committed[partition]!, Number(progress.committable()));
+          },
+          (error: unknown) => {
+            // No skipping: the message stays unfinished, so no commit passes it; the member leaves.
+            owner.recordFailure(error);
+            void this.leave(owner);
+          },
+        )
+        .finally(() => inFlight.release());
+    }
+  }
+
+  private message(partition: number, offset: number): IncomingMessage {
+    const stored = this.log.partitions[partition]![offset]!;
+    return { topic: this.log.name, partition, offset: String(offset), key: stored.key, value: stored.value, headers: { ...stored.headers } };
   }
 }

@@ -1,6 +1,7 @@
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
 import { batchHandlerOf, type ConsumerHandle, type ConsumerOptions, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
+import { KafkaPipeline } from './kafka-pipeline.js';
 
 export interface KafkaConsumerSettings {
   sessionTimeoutMs: number;
@@ -54,8 +55,33 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
     void stop();
   });
 
+  const pipeline =
+    'handle' in options && options.maxInFlight !== undefined
+      ? new KafkaPipeline(consumer, {
+          topic: options.topic,
+          maxInFlight: options.maxInFlight,
+          heartbeatIntervalMs: settings.heartbeatIntervalMs,
+          handle: options.handle,
+          toIncoming,
+          onFailure: (error) => {
+            failure ??= { error };
+            void stop();
+          },
+          log,
+        })
+      : null;
+
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      if (pipeline !== null) {
+        // Fetch nothing more, let the running handlers finish, and commit what they finished.
+        try {
+          consumer.pause([{ topic: options.topic }]);
+        } catch {
+          // Not running yet: there is nothing to pause.
+        }
+        await pipeline.drain();
+      }
       try {
         // Waits for in-flight handlers (and their commits), then leaves the group.
         await consumer.disconnect();
@@ -101,7 +127,7 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: Math.max(1, options.concurrency ?? 1),
-      eachBatch,
+      eachBatch: pipeline?.eachBatch ?? eachBatch,
     });
   } catch (error) {
     stopping = Promise.resolve();

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { TOPICS, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
-import { dispatchMessageSchema } from '../../dispatch/dispatch-message.js';
+import { type DispatchMessage, dispatchMessageSchema } from '../../dispatch/dispatch-message.js';
 import type { ExecuteNode } from '../dag/dag.types.js';
 import { AttemptRunner } from './attempt-runner.js';
 import { ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
@@ -15,7 +15,7 @@ export interface WorkerOptions {
   token: string;
   executeNode: ExecuteNode;
   logger: Logger;
-  /** Attempts run at once (dispatch partitions handled concurrently). */
+  /** Attempts run at once, across and within dispatch partitions. */
   concurrency: number;
   nodeConcurrency: number;
   workerId?: string;
@@ -34,6 +34,8 @@ export class WorkerService {
   private readonly runner: AttemptRunner;
   /** Attempts this process already ran: a redelivered dispatch is not claimed twice. */
   private readonly seen = new Map<string, true>();
+  /** Attempts running in this process now, by attemptId. */
+  private readonly running = new Map<string, Promise<void>>();
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -53,6 +55,9 @@ export class WorkerService {
       groupId: this.options.groupId ?? 'flostra-workers',
       topic: TOPICS.dispatch,
       concurrency: this.options.concurrency,
+      // Attempts of one partition run side by side: a long attempt (a delay, a slow http call)
+      // holds back its partition's commit, never the attempts dispatched behind it.
+      maxInFlight: this.options.concurrency,
       handle: (message) => this.handle(message),
       onCrash: (error) => {
         // The failed message was not committed: a fresh consumer gets it again.
@@ -81,15 +86,31 @@ export class WorkerService {
     }
     const { attemptId } = dispatch.data;
     if (this.seen.has(attemptId)) return;
+    // A duplicate delivered while the attempt runs here (attempts run side by side) must not run
+    // it again: a claim repeated by the same worker is answered as the same claim. It waits for
+    // the first run instead, so its offset, too, is committed only after the terminal result.
+    const running = this.running.get(attemptId);
+    if (running !== undefined) return running;
+    const run = this.runAttempt(dispatch.data);
+    this.running.set(attemptId, run);
+    try {
+      await run;
+    } finally {
+      this.running.delete(attemptId);
+    }
+  }
+
+  private async runAttempt(dispatch: DispatchMessage): Promise<void> {
+    const { attemptId } = dispatch;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.runner.run(dispatch.data);
+        await this.runner.run(dispatch);
         break;
       } catch (error) {
         // The control plane is down: the attempt was not claimed (or its end not reported).
         // Retry while the queue deadline allows; after that the claim would be refused anyway.
         if (!(error instanceof ControlPlaneUnavailableError)) throw error;
-        if (Date.now() >= Date.parse(dispatch.data.queueDeadline)) {
+        if (Date.now() >= Date.parse(dispatch.queueDeadline)) {
           // Past the deadline a claim is refused anyway; an attempt that ran but could not report
           // loses its lease and the watchdog retries it. Nothing is lost by moving on.
           this.options.logger.warn('control plane unreachable past the queue deadline; leaving the attempt to the watchdog', { attemptId, error: String(error) });
