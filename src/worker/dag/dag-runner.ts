@@ -64,6 +64,8 @@ class DagRun {
   private readonly approvals: PendingApproval[] = [];
   private firstFailure: { readonly nodeId: string; readonly error: ExecutionError } | undefined;
   private readonly tryOptions: TryNodeOptions;
+  /** Pure nodes running whose node_started goes out with their result. */
+  private readonly startNotReported = new Set<string>();
 
   constructor(
     private readonly options: RunDagOptions,
@@ -96,15 +98,19 @@ class DagRun {
     return this.result();
   }
 
+  private isPure(nodeId: string): boolean {
+    return this.options.isPure?.(this.state.node(nodeId)) ?? false;
+  }
+
   private get aborted(): boolean {
     return this.controller.signal.aborted;
   }
 
   private async loop(): Promise<void> {
     for (;;) {
-      while (!this.aborted && this.ready.length > 0 && this.running.size < this.concurrency) {
-        await this.start(this.ready.shift()!);
-      }
+      // Nodes ready together are started together: their node_started reports go out at once.
+      const starting = this.ready.splice(0, this.aborted ? 0 : Math.max(0, this.concurrency - this.running.size));
+      await settleAll(starting.map((nodeId) => this.start(nodeId)));
       if (this.running.size === 0) return;
       // Task promises never reject (see start), so racing them loses no failure.
       const settled = await Promise.race(this.running.values());
@@ -114,7 +120,8 @@ class DagRun {
   }
 
   private async start(nodeId: string): Promise<void> {
-    await this.emit({ kind: 'node_started', nodeId });
+    if (this.isPure(nodeId)) this.startNotReported.add(nodeId);
+    else await this.emit({ kind: 'node_started', nodeId });
     if (this.aborted) {
       this.state.record(nodeId, { status: 'cancelled', tries: 0 });
       return;
@@ -166,7 +173,12 @@ class DagRun {
       this.state.record(event.nodeId, record);
       return;
     }
-    await this.emit(event);
+    if (this.startNotReported.delete(event.nodeId)) {
+      // Issued together, so they travel together; the bus keeps their order.
+      await settleAll([this.emit({ kind: 'node_started', nodeId: event.nodeId }), this.emit(event)]);
+    } else {
+      await this.emit(event);
+    }
     await this.unblock(this.state.complete(event.nodeId, record));
   }
 
@@ -224,4 +236,14 @@ class DagRun {
     if (this.approvals.length > 0) return { ...base, outcome: 'suspended', approvals: [...this.approvals] };
     return { ...base, outcome: 'succeeded' };
   }
+}
+
+/**
+ * Waits for every promise, then rethrows the first failure: no report is left in flight (and no
+ * node launched behind the caller's back) when the run stops, and none goes unchecked.
+ */
+async function settleAll(promises: readonly Promise<unknown>[]): Promise<void> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
 }

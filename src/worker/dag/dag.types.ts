@@ -96,6 +96,13 @@ export interface RunDagOptions {
   readonly concurrency?: number;
   readonly executeNode: ExecuteNode;
   readonly report: ReportDagEvent;
+  /**
+   * Nodes with no effect outside the run (noop, transform, fail): their `node_started` is
+   * reported together with their result instead of before running them, one report round trip
+   * fewer each. Every other node is run only once its `node_started` was acknowledged. Default:
+   * no node is pure.
+   */
+  readonly isPure?: (node: WorkflowNode) => boolean;
   /** Backoff between node tries; real timers by default. */
   readonly sleep?: Sleep;
   /** Jitter source in [0, 1); Math.random by default. */

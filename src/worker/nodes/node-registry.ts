@@ -1,4 +1,4 @@
-import type { NodeType } from '../../workflows/domain/workflow-graph.schema.js';
+import type { NodeType, WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import type { ExecuteNode, Sleep } from '../dag/dag.types.js';
 import { NodeError } from '../dag/node-error.js';
 import { abortableSleep } from '../dag/node-retry.js';
@@ -22,8 +22,13 @@ export type ExecutableNodeType = Exclude<NodeType, 'approval'>;
 export interface NodeRegistry {
   /** Dispatches on `node.type`; pass it to `runDag` as `executeNode`. */
   readonly execute: ExecuteNode;
+  /** Pass it to `runDag` as `isPure`: node types that touch nothing outside the run. */
+  readonly isPure: (node: WorkflowNode) => boolean;
   readonly executors: { readonly [Type in ExecutableNodeType]: NodeExecutor<Type> };
 }
+
+/** No network, no timer, no effect outside the run: nothing to announce before running them. */
+const PURE_NODE_TYPES: ReadonlySet<NodeType> = new Set(['noop', 'transform', 'fail']);
 
 export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
   const executors: NodeRegistry['executors'] = {
@@ -53,5 +58,5 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
       }
     }
   };
-  return { execute, executors };
+  return { execute, executors, isPure: (node) => PURE_NODE_TYPES.has(node.type) };
 }

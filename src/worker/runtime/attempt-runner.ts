@@ -2,6 +2,7 @@ import type { Bus } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import { runDag } from '../dag/dag-runner.js';
 import type { ExecuteNode } from '../dag/dag.types.js';
+import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { ClaimRefusedError, type ClaimReply, type ControlPlaneClient } from './control-plane.client.js';
 import type { DispatchMessage } from '../../dispatch/dispatch-message.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -11,6 +12,7 @@ export interface AttemptRunnerOptions {
   bus: Bus;
   client: ControlPlaneClient;
   executeNode: ExecuteNode;
+  isPure?: (node: WorkflowNode) => boolean;
   workerId: string;
   logger: Logger;
   /** Nodes of one attempt running at once. */
@@ -55,6 +57,7 @@ export class AttemptRunner {
         signal: controller.signal,
         concurrency: this.options.nodeConcurrency,
         executeNode: this.options.executeNode,
+        isPure: this.options.isPure,
         report: (event) => publisher.publish(event),
       });
       switch (result.outcome) {

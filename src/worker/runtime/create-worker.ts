@@ -26,6 +26,7 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
     apiUrl: options.apiUrl,
     token: options.token,
     executeNode: registry.execute,
+    isPure: registry.isPure,
     logger: options.logger,
     concurrency: options.concurrency,
     nodeConcurrency: 4,

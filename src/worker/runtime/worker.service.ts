@@ -4,6 +4,7 @@ import { TOPICS, type Bus, type ConsumerHandle, type IncomingMessage } from '../
 import type { Logger } from '../../core/logger.js';
 import { type DispatchMessage, dispatchMessageSchema } from '../../dispatch/dispatch-message.js';
 import type { ExecuteNode } from '../dag/dag.types.js';
+import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { AttemptRunner } from './attempt-runner.js';
 import { ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
 
@@ -14,6 +15,8 @@ export interface WorkerOptions {
   apiUrl: string;
   token: string;
   executeNode: ExecuteNode;
+  /** Node types with no outside effect (see runDag's `isPure`). */
+  isPure?: (node: WorkflowNode) => boolean;
   logger: Logger;
   /** Attempts run at once, across and within dispatch partitions. */
   concurrency: number;
@@ -43,6 +46,7 @@ export class WorkerService {
       bus: options.bus,
       client: new ControlPlaneClient(options.apiUrl, options.token),
       executeNode: options.executeNode,
+      isPure: options.isPure,
       workerId: this.workerId,
       logger: options.logger.child({ component: 'worker', workerId: this.workerId }),
       nodeConcurrency: options.nodeConcurrency,
