@@ -8,6 +8,8 @@ import type { SqlClient, SqlQueryable, TransactionOptions } from './sql-client.p
  * a query on the client itself would wait for the transaction that waits for it.
  */
 export class PgliteSqlClient implements SqlClient {
+  private readonly listeners = new Map<string, Set<{ onNotify: (payload: string) => void }>>();
+
   constructor(readonly db: PGlite) {}
 
   /** Opens a database persisted in `dataDir` (created if missing), or in memory when absent. */
@@ -28,17 +30,24 @@ export class PgliteSqlClient implements SqlClient {
     });
   }
 
+  /**
+   * A PGlite database belongs to this one process, so its listeners are all here: wake-ups are
+   * handed over in memory instead of as a NOTIFY through the database (a query saved per append).
+   */
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
-    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) {
-      // PGlite sends the channel unquoted; only plain lower-case names survive that unchanged.
-      throw new Error(`unsupported channel name for PGlite: ${channel}`);
-    }
-    const unlisten = await this.db.listen(channel, onNotify);
-    return () => unlisten();
+    const listeners = this.listeners.get(channel) ?? new Set();
+    this.listeners.set(channel, listeners);
+    // Each registration is its own entry, so listening twice with one callback is two listeners.
+    const entry = { onNotify };
+    listeners.add(entry);
+    return async () => {
+      listeners.delete(entry);
+    };
   }
 
   async notify(channel: string, payload: string): Promise<void> {
-    await this.db.query('select pg_notify($1, $2)', [channel, payload]);
+    // Delivered after the caller's turn, as a NOTIFY would be: never inside the notifier's code.
+    for (const { onNotify } of this.listeners.get(channel) ?? []) setImmediate(() => onNotify(payload));
   }
 
   async close(): Promise<void> {
