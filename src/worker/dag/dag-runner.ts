@@ -31,8 +31,11 @@ export class DagReportError extends Error {
  *   at most `concurrency` at once, started in topological order.
  * - `completedNodes` count as succeeded from the start: not executed, not reported (their
  *   events were reported by the attempt that ran them); the result marks them `reused`.
- * - Events are reported one at a time, in causal order: a node's final event is acknowledged
- *   before any successor is decided or started.
+ * - Events are reported in causal order: a node's final event is acknowledged before any
+ *   successor is decided or started. Pure nodes (`isPure`) are the exception: their start and
+ *   result are reported together and not awaited, so their successors go on at once; every
+ *   report in flight is acknowledged before a node with effects is started and before the run
+ *   ends, and a failed one fails the run.
  * - `approval` nodes are never executed: a runnable approval is recorded as pending, the nodes
  *   behind it stay pending, everything else runs, and the outcome is `suspended` (unless
  *   something failed). To resume, the caller passes the decision as the approval node's output
@@ -66,6 +69,8 @@ class DagRun {
   private readonly tryOptions: TryNodeOptions;
   /** Pure nodes running whose node_started goes out with their result. */
   private readonly startNotReported = new Set<string>();
+  /** Reports of pure nodes not awaited yet; each has a handler, so none is an unhandled rejection. */
+  private reportsInFlight: Promise<void>[] = [];
 
   constructor(
     private readonly options: RunDagOptions,
@@ -88,8 +93,10 @@ class DagRun {
     try {
       await this.unblock(this.state.initiallyUnblocked());
       await this.loop();
+      await this.reportsAcknowledged();
     } catch (error) {
       this.controller.abort(error);
+      await Promise.allSettled(this.reportsInFlight);
       const crashes = await this.drain();
       throw crashes.length === 0 ? error : new AggregateError([error, ...crashes], 'the DAG run failed');
     } finally {
@@ -120,8 +127,13 @@ class DagRun {
   }
 
   private async start(nodeId: string): Promise<void> {
-    if (this.isPure(nodeId)) this.startNotReported.add(nodeId);
-    else await this.emit({ kind: 'node_started', nodeId });
+    if (this.isPure(nodeId)) {
+      this.startNotReported.add(nodeId);
+    } else {
+      // Promise 5 for effects: whatever this node reads was reported before it starts.
+      await this.reportsAcknowledged();
+      await this.emit({ kind: 'node_started', nodeId });
+    }
     if (this.aborted) {
       this.state.record(nodeId, { status: 'cancelled', tries: 0 });
       return;
@@ -167,7 +179,10 @@ class DagRun {
     }
   }
 
-  /** Promise 5: successors count a node as final only after its final event was reported. */
+  /**
+   * Promise 5: successors count a node as final only after its final event was reported; for a
+   * pure node, only after it was handed to the report (acknowledged before any effect follows).
+   */
   private async finish(record: Extract<NodeRecord, { status: 'succeeded' | 'failed' }>, event: DagEvent): Promise<void> {
     if (this.aborted) {
       this.state.record(event.nodeId, record);
@@ -175,11 +190,20 @@ class DagRun {
     }
     if (this.startNotReported.delete(event.nodeId)) {
       // Issued together, so they travel together; the bus keeps their order.
-      await settleAll([this.emit({ kind: 'node_started', nodeId: event.nodeId }), this.emit(event)]);
+      const reported = settleAll([this.emit({ kind: 'node_started', nodeId: event.nodeId }), this.emit(event)]);
+      reported.catch(() => undefined);
+      this.reportsInFlight.push(reported);
     } else {
       await this.emit(event);
     }
     await this.unblock(this.state.complete(event.nodeId, record));
+  }
+
+  /** Promise 6: waits for every report in flight; the first that failed fails the run. */
+  private async reportsAcknowledged(): Promise<void> {
+    const awaited = [...this.reportsInFlight];
+    await settleAll(awaited);
+    this.reportsInFlight = this.reportsInFlight.filter((report) => !awaited.includes(report));
   }
 
   /** Decides nodes whose predecessors are all final; skips cascade through their successors. */
