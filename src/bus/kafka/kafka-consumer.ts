@@ -2,6 +2,7 @@ import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from '
 import { batchHandlerOf, type ConsumerHandle, type ConsumerOptions, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import { KafkaPipeline } from './kafka-pipeline.js';
+import { OffsetCommitter } from './offset-committer.js';
 
 export interface KafkaConsumerSettings {
   sessionTimeoutMs: number;
@@ -12,9 +13,11 @@ export interface KafkaConsumerSettings {
 
 /**
  * Starts one consumer-group member. Offsets are committed by hand, after the handler of the
- * message (or of the batch holding it) resolved (autoCommit off, nothing auto-resolved); a
- * handler that rejects stops the whole consumer without committing, so the next member of the
- * group gets those messages again (at-least-once, no skipping).
+ * message (or of the batch holding it) resolved (autoCommit off, nothing auto-resolved), in the
+ * background so that the next fetch does not wait for the coordinator; `stop()` lets running
+ * handlers finish and commits what they finished before it leaves the group. A handler that
+ * rejects stops the whole consumer without committing, so the next member of the group gets
+ * those messages again (at-least-once, no skipping).
  */
 export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions, settings: KafkaConsumerSettings, logger: Logger): Promise<ConsumerHandle> {
   const log = logger.child({ component: 'kafka-consumer', groupId: options.groupId, topic: options.topic });
@@ -71,19 +74,22 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
         })
       : null;
 
+  const committer = new OffsetCommitter(consumer, options.topic, log);
+  const handling = new Set<Promise<void>>();
+
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
-      if (pipeline !== null) {
-        // Fetch nothing more, let the running handlers finish, and commit what they finished.
-        try {
-          consumer.pause([{ topic: options.topic }]);
-        } catch {
-          // Not running yet: there is nothing to pause.
-        }
-        await pipeline.drain();
-      }
+      // Fetch nothing more, let the running handlers finish, and commit what they finished
+      // while still a member of the group.
       try {
-        // Waits for in-flight handlers (and their commits), then leaves the group.
+        consumer.pause([{ topic: options.topic }]);
+      } catch {
+        // Not running yet: there is nothing to pause.
+      }
+      if (pipeline !== null) await pipeline.drain();
+      while (handling.size > 0) await Promise.all([...handling]);
+      await committer.flush();
+      try {
         await consumer.disconnect();
       } catch (error) {
         log.warn('consumer did not disconnect cleanly', { error: String(error) });
@@ -92,10 +98,17 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
     })());
 
   const { handleBatch, maxBatchSize } = batchHandlerOf(options);
-  const eachBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale, pause }: EachBatchPayload) => {
+  const eachBatch = (payload: EachBatchPayload): Promise<void> => {
+    const run = handleInOrder(payload);
+    const tracked = run.finally(() => handling.delete(tracked));
+    handling.add(tracked);
+    return run;
+  };
+
+  const handleInOrder = async ({ batch, resolveOffset, heartbeat, isRunning, isStale, pause }: EachBatchPayload) => {
     const { topic, partition } = batch;
     for (let start = 0; start < batch.messages.length; start += maxBatchSize) {
-      if (failure !== undefined || !isRunning() || isStale()) return;
+      if (failure !== undefined || stopping !== undefined || !isRunning() || isStale()) return;
       const slice = batch.messages.slice(start, start + maxBatchSize);
       const last = slice[slice.length - 1]!.offset;
       // A long handler must not cost the member its place in the group: keep heartbeating.
@@ -113,7 +126,8 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
         clearInterval(beat);
       }
       resolveOffset(last);
-      await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(last) + 1n).toString() }] }] });
+      // Committed in the background: the next fetch need not wait for the coordinator.
+      committer.advance(partition, BigInt(last) + 1n);
       await heartbeat();
     }
   };

@@ -3,6 +3,7 @@ import type { IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import { Slots } from '../slots.js';
 import { PartitionProgress } from '../partition-progress.js';
+import { OffsetCommitter } from './offset-committer.js';
 
 export interface PipelineOptions {
   topic: string;
@@ -26,9 +27,7 @@ export class KafkaPipeline {
   private readonly slots: Slots;
   private readonly running = new Set<Promise<void>>();
   private readonly progress = new Map<number, PartitionProgress>();
-  private readonly committed = new Map<number, bigint>();
-  private committing: Promise<void> | null = null;
-  private commitAgain = false;
+  private readonly committer: OffsetCommitter;
   private stopping = false;
   private failed = false;
 
@@ -37,6 +36,7 @@ export class KafkaPipeline {
     private readonly options: PipelineOptions,
   ) {
     this.slots = new Slots(Math.max(1, options.maxInFlight));
+    this.committer = new OffsetCommitter(consumer, options.topic, options.log);
   }
 
   readonly eachBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> => {
@@ -85,7 +85,7 @@ export class KafkaPipeline {
     this.slots.cancel();
     while (this.running.size > 0) await Promise.all([...this.running]);
     this.commitSoon();
-    while (this.committing !== null) await this.committing;
+    await this.committer.flush();
   }
 
   private progressOf(partition: number): PartitionProgress {
@@ -97,41 +97,10 @@ export class KafkaPipeline {
     return progress;
   }
 
-  /** One commit request at a time; finishes that arrive meanwhile fold into the next one. */
   private commitSoon(): void {
-    if (this.committing !== null) {
-      this.commitAgain = true;
-      return;
-    }
-    const run = (async () => {
-      do {
-        this.commitAgain = false;
-        const partitions = this.due();
-        if (partitions.length === 0) break;
-        try {
-          await this.consumer.commitOffsets(partitions.map(({ partition, offset }) => ({ topic: this.options.topic, partition, offset: offset.toString() })));
-          for (const { partition, offset } of partitions) this.committed.set(partition, offset);
-        } catch (error) {
-          // A rebalance took the partition, or the coordinator moved: the messages come again
-          // (to whoever owns them now), which at-least-once allows; a later commit catches up.
-          this.options.log.warn('committing finished offsets failed', { error: String(error) });
-          break;
-        }
-      } while (this.commitAgain);
-    })();
-    this.committing = run;
-    // Cleared once settled, not inside: a run with nothing to commit finishes before it is stored.
-    void run.finally(() => {
-      if (this.committing === run) this.committing = null;
-    });
-  }
-
-  private due(): { partition: number; offset: bigint }[] {
-    const due: { partition: number; offset: bigint }[] = [];
     for (const [partition, progress] of this.progress) {
       const offset = progress.committable();
-      if (offset !== null && offset > (this.committed.get(partition) ?? -1n)) due.push({ partition, offset });
+      if (offset !== null) this.committer.advance(partition, offset);
     }
-    return due;
   }
 }
