@@ -40,8 +40,4 @@ export class StreamStateCache<State> {
   delete(streamId: string): void {
     this.entries.delete(streamId);
   }
-
-  get size(): number {
-    return this.entries.size;
-  }
 }

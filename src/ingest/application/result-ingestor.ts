@@ -58,10 +58,6 @@ export class ResultIngestor {
     this.retry = options.retry ?? { attempts: 5, initialMs: 100, maxMs: 2_000 };
   }
 
-  handle(message: IncomingMessage): Promise<void> {
-    return this.handleBatch([message]);
-  }
-
   async handleBatch(messages: IncomingMessage[]): Promise<void> {
     const byExecution = new Map<string, { message: IncomingMessage; result: ResultMessage }[]>();
     const batchIds = new Set<string>();
