@@ -60,7 +60,11 @@ export async function createVersion(
   await tx.query('insert into projector.checkpoints (name, version) values ($1, $2)', [definition.name, version]);
 }
 
-/** Points every reader's view at `version`'s tables; transactional, so readers switch atomically. */
+/**
+ * Points every reader's view at `version`'s tables; transactional, so readers switch atomically.
+ * The views are replaced one after another, so a reader statement must name one view only: one
+ * that names two can hold the second while waiting for the first, and deadlock with the switch.
+ */
 export async function pointViewsAt(tx: SqlQueryable, definition: ProjectionDefinition<any>, version: number): Promise<void> {
   const tables = versionTables(definition, version);
   for (const relation of definition.relations) {

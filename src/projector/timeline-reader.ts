@@ -21,7 +21,8 @@ const AFTER = `($2::text is null or position > $2::text collate "C")`;
 /**
  * TimelineReader over the `timeline` read model. It reads the views, which always name the live
  * version's tables, so a rebuild's switch is atomic for readers too. Each page is one statement,
- * so it never shows part of a batch: rows and checkpoint commit together.
+ * so it never shows part of a batch: rows and checkpoint commit together. No statement reads
+ * more than one view (see executionInfo).
  *
  *   new PostgresTimelineReader(readModelSql, signals)
  */
@@ -63,16 +64,18 @@ export class PostgresTimelineReader implements TimelineReader {
     return rows[0]?.workspace_id ?? null;
   }
 
-  /** Owner of an execution and the stream revision of its last event in the timeline; null when unknown. */
-  async executionInfo(executionId: string): Promise<{ workspaceId: string; lastRevision: number | null } | null> {
-    const { rows } = await this.sql.query<{ workspace_id: string; revision: number | null }>(
-      `select o.workspace_id,
-              (select t.revision from read_models.timeline t where t.execution_id = o.execution_id order by t.position desc limit 1) as revision
-       from read_models.timeline_owners o where o.execution_id = $1`,
+  /**
+   * Owner of an execution and the stream revision of its last event in the timeline; null when
+   * unknown. Every row carries its execution's workspace, so one view answers: a statement that
+   * read two views could deadlock with a rebuild's switch, which replaces them one by one.
+   */
+  async executionInfo(executionId: string): Promise<{ workspaceId: string; lastRevision: number } | null> {
+    const { rows } = await this.sql.query<{ workspace_id: string; revision: number }>(
+      'select workspace_id, revision from read_models.timeline where execution_id = $1 order by position desc limit 1',
       [executionId],
     );
     const row = rows[0];
-    return row === undefined ? null : { workspaceId: row.workspace_id, lastRevision: row.revision === null ? null : Number(row.revision) };
+    return row === undefined ? null : { workspaceId: row.workspace_id, lastRevision: Number(row.revision) };
   }
 
   /** True when some execution event sits at exactly this position. */

@@ -5,7 +5,7 @@ import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
 import { loadConfig } from '../../src/config/config.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { randomIds } from '../../src/core/ids.js';
-import { createLogger } from '../../src/core/logger.js';
+import { createLogger, type LogThreshold } from '../../src/core/logger.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
@@ -90,12 +90,18 @@ export async function openTestStore(kind: StoreKind): Promise<{ store: EventStor
   return { store, sql: client, close: async () => { await store.close(); await client.close(); } };
 }
 
+function testLogLevel(): LogThreshold {
+  const level = process.env.FLOSTRA_TEST_LOG_LEVEL;
+  return level === 'debug' || level === 'info' || level === 'warn' || level === 'error' ? level : 'silent';
+}
+
 /** The whole HTTP application on 127.0.0.1, over a real store, with an adjustable clock. */
 export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const opened = await openTestStore(kind);
   const clock = new AdjustableClock();
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
-  const logger = createLogger({ level: 'silent' });
+  // FLOSTRA_TEST_LOG_LEVEL=error shows what a test's app logged, e.g. the cause of a 500.
+  const logger = createLogger({ level: testLogLevel() });
   const bus = options.bus ?? new InProcessBus();
   const app = await createApp({ config, store: opened.store, readModelSql: opened.sql, bus, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES), projector: options.projector });
   await app.listen(0, '127.0.0.1');
