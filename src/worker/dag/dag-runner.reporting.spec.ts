@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { DagEvent, ReportDagEvent } from './dag.types.js';
 import { DagReportError } from './dag-runner.js';
+import { NodeError } from './node-error.js';
 import { deferred, flushEventLoop, type Deferred } from './testing/deferred.js';
 import { eventTrace, graphOf, recordingReport, ScriptedNodes } from './testing/scripted-nodes.js';
 import { startRun } from './testing/start-run.js';
@@ -119,5 +120,63 @@ describe('runDag: nodes ready together', () => {
     expect(nodes.callsOf('B')).toHaveLength(0);
     expect(nodes.callsOf('C')).toHaveLength(0);
     held.ackAll();
+  });
+});
+
+describe('runDag: holding the events of pure and skipped nodes', () => {
+  /** One ordered record of what was held and what was reported. */
+  function holdAndReport() {
+    const log: string[] = [];
+    const trace = (event: DagEvent) => eventTrace([event])[0]!;
+    return {
+      log,
+      hold: (event: DagEvent) => void log.push(`held ${trace(event)}`),
+      report: async (event: DagEvent) => void log.push(`reported ${trace(event)}`),
+    };
+  }
+
+  it('holds every event of a graph of pure nodes and reports none', async () => {
+    const nodes = new ScriptedNodes();
+    const channel = holdAndReport();
+    const { result } = startRun({ graph: graphOf(['A', 'B', 'C', 'D'], 'A>B', 'A>C', 'B>D', 'C>D'), executeNode: nodes.execute, isPure: pure(['A', 'B', 'C', 'D']), ...channel });
+
+    await expect(result).resolves.toMatchObject({ outcome: 'succeeded' });
+    expect(channel.log).toEqual([
+      'held started:A', 'held succeeded:A',
+      'held started:B', 'held succeeded:B',
+      'held started:C', 'held succeeded:C',
+      'held started:D', 'held succeeded:D',
+    ]);
+  });
+
+  it('reports the start of a node with effects after the held events it follows, and waits for it', async () => {
+    const nodes = new ScriptedNodes();
+    const log: string[] = [];
+    const ack = deferred();
+    const hold = (event: DagEvent) => void log.push(`held ${eventTrace([event])[0]}`);
+    const report = (event: DagEvent) => {
+      log.push(`reported ${eventTrace([event])[0]}`);
+      return event.kind === 'node_started' ? ack.promise : Promise.resolve();
+    };
+    const { result } = startRun({ graph: graphOf(['A', 'X'], 'A>X'), executeNode: nodes.execute, isPure: pure(['A']), hold, report });
+
+    await flushEventLoop();
+    expect(log).toEqual(['held started:A', 'held succeeded:A', 'reported started:X']);
+    expect(nodes.callsOf('X')).toHaveLength(0);
+    ack.resolve();
+    await expect(result).resolves.toMatchObject({ outcome: 'succeeded' });
+    expect(log).toEqual(['held started:A', 'held succeeded:A', 'reported started:X', 'reported succeeded:X']);
+  });
+
+  it('holds the skip of a node whose predecessor failed', async () => {
+    const nodes = new ScriptedNodes();
+    nodes.script('A', async () => {
+      throw new NodeError('boom', 'no', false);
+    });
+    const channel = holdAndReport();
+    const { result } = startRun({ graph: graphOf(['A', 'B'], 'A>B'), executeNode: nodes.execute, isPure: pure(['A', 'B']), ...channel });
+
+    await expect(result).resolves.toMatchObject({ outcome: 'failed', failedNodeId: 'A' });
+    expect(channel.log).toEqual(['held started:A', 'held failed:A', 'held skipped:B']);
   });
 });

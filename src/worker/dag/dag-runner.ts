@@ -35,7 +35,8 @@ export class DagReportError extends Error {
  *   successor is decided or started. Pure nodes (`isPure`) are the exception: their start and
  *   result are reported together and not awaited, so their successors go on at once; every
  *   report in flight is acknowledged before a node with effects is started and before the run
- *   ends, and a failed one fails the run.
+ *   ends, and a failed one fails the run. Given `hold`, the events of pure and skipped nodes are
+ *   held instead: the reporter sends them ahead of the next report, or with the terminal result.
  * - `approval` nodes are never executed: a runnable approval is recorded as pending, the nodes
  *   behind it stay pending, everything else runs, and the outcome is `suspended` (unless
  *   something failed). To resume, the caller passes the decision as the approval node's output
@@ -188,13 +189,16 @@ class DagRun {
       this.state.record(event.nodeId, record);
       return;
     }
-    if (this.startNotReported.delete(event.nodeId)) {
+    if (!this.startNotReported.delete(event.nodeId)) {
+      await this.emit(event);
+    } else if (this.options.hold !== undefined) {
+      this.options.hold({ kind: 'node_started', nodeId: event.nodeId });
+      this.options.hold(event);
+    } else {
       // Issued together, so they travel together; the bus keeps their order.
       const reported = settleAll([this.emit({ kind: 'node_started', nodeId: event.nodeId }), this.emit(event)]);
       reported.catch(() => undefined);
       this.reportsInFlight.push(reported);
-    } else {
-      await this.emit(event);
     }
     await this.unblock(this.state.complete(event.nodeId, record));
   }
@@ -213,7 +217,9 @@ class DagRun {
       const nodeId = queue.shift()!;
       const decision = this.state.decide(nodeId);
       if (!decision.run) {
-        await this.emit({ kind: 'node_skipped', nodeId, reason: decision.reason });
+        const skipped: DagEvent = { kind: 'node_skipped', nodeId, reason: decision.reason };
+        if (this.options.hold !== undefined) this.options.hold(skipped);
+        else await this.emit(skipped);
         queue.push(...this.state.complete(nodeId, { status: 'skipped', reason: decision.reason }));
         continue;
       }

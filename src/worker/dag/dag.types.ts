@@ -103,6 +103,13 @@ export interface RunDagOptions {
    * no node is pure.
    */
   readonly isPure?: (node: WorkflowNode) => boolean;
+  /**
+   * Takes the events of pure nodes (their start, their result) and of skipped nodes, which need
+   * no acknowledgement before the run goes on, when the reporter can make them travel with the
+   * next `report` (before that event) or with the attempt's terminal result. Without it, they are
+   * reported at once, not awaited, and acknowledged before the run ends.
+   */
+  readonly hold?: (event: DagEvent) => void;
   /** Backoff between node tries; real timers by default. */
   readonly sleep?: Sleep;
   /** Jitter source in [0, 1); Math.random by default. */

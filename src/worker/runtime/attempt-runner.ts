@@ -59,6 +59,8 @@ export class AttemptRunner {
         executeNode: this.options.executeNode,
         isPure: this.options.isPure,
         report: (event) => publisher.publish(event),
+        // Results of pure nodes go out with the next result: all of a pure graph's, with the terminal one.
+        hold: (event) => publisher.hold(event),
       });
       switch (result.outcome) {
         case 'succeeded':
@@ -94,6 +96,8 @@ export class AttemptRunner {
       // Promise 6: a result that could not be published fails the attempt visibly.
       return await this.failVisibly(claim, publisher, error, log);
     } finally {
+      // Anything still held has no one left to travel with: the attempt ended without it.
+      publisher.discard();
       if (published) keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3));
       else keeper.stop();
     }

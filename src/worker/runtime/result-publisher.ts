@@ -1,5 +1,5 @@
 import { uuidV5 } from '../../core/ids.js';
-import { TOPICS, type Bus } from '../../core/bus.port.js';
+import { TOPICS, type Bus, type OutgoingMessage } from '../../core/bus.port.js';
 import type { ExecutionError } from '../../executions/domain/execution.events.js';
 
 export type ResultKind =
@@ -20,20 +20,105 @@ export interface ResultBody {
   reason?: string;
 }
 
+export interface ResultPublisherOptions {
+  /** How long a held result waits for a report to travel with before it goes out alone. */
+  holdMs?: number;
+  /** Held bytes that go out first, on their own, rather than make one batch larger than this. */
+  maxHeldBytes?: number;
+}
+
+export const DEFAULT_HOLD_MS = 5;
+/** Half the bus's largest publish request, a quarter of the broker's default largest batch. */
+export const DEFAULT_MAX_HELD_BYTES = 256 * 1024;
+
 /**
  * Publishes one attempt's results to `flostra.results.v1`, keyed by executionId so they stay in
  * order. `publish` resolves only once the broker acknowledged; a rejection is never swallowed
  * (promise 6): it propagates to the DAG runner, which fails the run visibly.
+ *
+ * Results of pure nodes may be `hold`-ed instead: they go out with the next `publish`, in the same
+ * publish call and before its result, so one batch of one partition carries them together (all
+ * appended or none) — for a graph of pure nodes, every node result travels with the attempt's
+ * terminal result. Held results not taken along within `holdMs` go out alone; a later `publish`
+ * waits for their acknowledgement first, and if they failed it rejects with that failure (once).
  */
 export class ResultPublisher {
   private sequence = 0;
+  private held: OutgoingMessage[] = [];
+  private heldBytes = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** A flush of held results in flight; it never rejects, its failure is kept in `failure`. */
+  private flushing: Promise<void> | undefined;
+  private failure: { error: unknown } | undefined;
+  private readonly holdMs: number;
+  private readonly maxHeldBytes: number;
 
   constructor(
     private readonly bus: Bus,
     private readonly fence: { executionId: string; attemptId: string; workerId: string; fencingToken: number },
-  ) {}
+    options: ResultPublisherOptions = {},
+  ) {
+    this.holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
+    this.maxHeldBytes = options.maxHeldBytes ?? DEFAULT_MAX_HELD_BYTES;
+  }
 
+  /** Keeps `result` to travel with the next published one (or alone, within `holdMs`). Never throws. */
+  hold(result: ResultBody): void {
+    const message = this.message(result);
+    const bytes = Buffer.byteLength(message.value);
+    if (this.held.length > 0 && this.heldBytes + bytes > this.maxHeldBytes) this.flush();
+    this.held.push(message);
+    this.heldBytes += bytes;
+    this.timer ??= setTimeout(() => this.flush(), this.holdMs);
+  }
+
+  /** Publishes every held result, then `result`; resolves once all of them were acknowledged. */
   async publish(result: ResultBody): Promise<void> {
+    while (this.flushing !== undefined) await this.flushing;
+    if (this.failure !== undefined) {
+      const { error } = this.failure;
+      this.failure = undefined;
+      throw error;
+    }
+    const message = this.message(result);
+    if (this.held.length > 0 && this.heldBytes + Buffer.byteLength(message.value) > this.maxHeldBytes) {
+      await this.send(this.take());
+    }
+    await this.send([...this.take(), message]);
+  }
+
+  /** Drops held results and their timer: the attempt ended with nothing more to report. */
+  discard(): void {
+    this.take();
+  }
+
+  private flush(): void {
+    const messages = this.take();
+    if (messages.length === 0) return;
+    const previous = this.flushing ?? Promise.resolve();
+    const flushing = previous
+      .then(() => (this.failure === undefined ? this.send(messages) : undefined))
+      .catch((error: unknown) => void (this.failure ??= { error }))
+      .finally(() => {
+        if (this.flushing === flushing) this.flushing = undefined;
+      });
+    this.flushing = flushing;
+  }
+
+  private take(): OutgoingMessage[] {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const messages = this.held;
+    this.held = [];
+    this.heldBytes = 0;
+    return messages;
+  }
+
+  private send(messages: OutgoingMessage[]): Promise<void> {
+    return this.bus.publish(TOPICS.results, messages);
+  }
+
+  private message(result: ResultBody): OutgoingMessage {
     const sequence = this.sequence++;
     const message = {
       // Deterministic: a re-publish of the same result after a lost ack carries the same id.
@@ -42,6 +127,6 @@ export class ResultPublisher {
       sequence,
       ...result,
     };
-    await this.bus.publish(TOPICS.results, [{ key: this.fence.executionId, value: JSON.stringify(message) }]);
+    return { key: this.fence.executionId, value: JSON.stringify(message) };
   }
 }
