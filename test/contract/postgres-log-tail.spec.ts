@@ -208,4 +208,32 @@ describe('Postgres event store: the shared tail of the log', () => {
       }
     });
   });
+
+  describe('when the log is long', () => {
+    /** Shared buffers one statement touched: what it costs Postgres, independent of the clock. */
+    async function buffersTouched(statement: string, params: unknown[]): Promise<number> {
+      const { rows } = await raw.query(`explain (analyze, buffers, format json) ${statement}`, params);
+      const plan = (rows[0] as { 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] })['QUERY PLAN'][0].Plan;
+      return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+    }
+
+    it('reads its end (tail refresh, probe) through a few index pages, never the whole log', async () => {
+      const store = await openStore(64);
+      try {
+        // 40,000 events, and statistics from when the log was short, as between two autovacuum runs.
+        await raw.query('analyze event_store.events');
+        for (let k = 0; k < 400; k++) {
+          await store.appendToStream(`bulk-${k}`, Array.from({ length: 100 }, (_, n) => newEvent('Bulk', { n })), { expectedRevision: 'any' });
+        }
+        const { rows } = await raw.query('select transaction_id::text as xid, seq from event_store.events order by transaction_id desc, seq desc limit 1');
+        const { xid, seq } = rows[0] as { xid: string; seq: string };
+
+        // A full scan of the log would touch well over a thousand pages.
+        expect(await buffersTouched(READ_TAIL_SQL, [xid, seq, 500])).toBeLessThan(60);
+        expect(await buffersTouched(PROBE_SQL, [])).toBeLessThan(30);
+      } finally {
+        await store.close();
+      }
+    });
+  });
 });

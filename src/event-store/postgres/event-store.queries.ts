@@ -32,9 +32,13 @@ function pageAfter(where: string, limit: string): string {
     limit ${limit}`;
 }
 
-/** Committed events exist that readers may not see yet: an older transaction is still open. */
-const HELD_BACK = `exists (select 1 from event_store.events e
-    where e.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) as held_back`;
+/**
+ * Committed events exist that readers may not see yet: an older transaction is still open.
+ * Asked of the newest event (one index entry), never as "exists an event at or past xmin":
+ * usually none is, and the planner answered that with a scan of the whole log.
+ */
+const HELD_BACK = `coalesce((select e.transaction_id from event_store.events e
+    order by e.transaction_id desc, e.seq desc limit 1) >= pg_snapshot_xmin(pg_current_snapshot()), false) as held_back`;
 
 const PREFIX_FILTER = `
       and ($3::text[] is null or exists (select 1 from unnest($3::text[]) as p(prefix) where starts_with(e.stream_id, p.prefix)))`;
