@@ -1,11 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
+import { flushEventLoop } from '../../worker/dag/testing/deferred.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function watcherOver(probe: () => Promise<LogProbe>, settleMs = 0) {
+function watcherOver(probe: () => Promise<LogProbe>, settleMs = 0, now?: () => number) {
   let wakeFromOtherProcess = () => undefined as void;
   const watcher = new LogWatcher({
+    now,
     probe,
     listen: async (onWake) => {
       wakeFromOtherProcess = onWake;
@@ -100,7 +102,7 @@ describe('log watcher', () => {
   });
 
   describe('when a burst of appends wakes it', () => {
-    it('lets the burst land and probes once for all of it', async () => {
+    it('reads the first append at once and the rest of the burst with one more probe', async () => {
       let appended = 0;
       let seen = 0;
       let probes = 0;
@@ -120,8 +122,44 @@ describe('log watcher', () => {
         wakeFromOtherProcess();
       }
       await waiting;
-      expect(probes - before).toBe(1);
+      expect(probes - before).toBe(2);
       watcher.release();
+    });
+
+    it('probes a wake-up after a quiet spell at once, and one that follows a probe only once settleMs has passed', async () => {
+      let clock = 0;
+      let probes = 0;
+      let appended = 0;
+      let seen = 0;
+      const { watcher, wakeFromOtherProcess } = watcherOver(
+        async () => {
+          probes += 1;
+          seen = appended;
+          return { heldBack: false };
+        },
+        60_000,
+        () => clock,
+      );
+      await watcher.acquire();
+      const signal = new AbortController().signal;
+      const first = watcher.waitUntil(() => seen === 1, signal);
+      await flushEventLoop();
+      expect(probes).toBe(1); // the waiter's own
+
+      clock = 120_000; // a quiet spell
+      appended = 1;
+      wakeFromOtherProcess();
+      await first;
+      expect(probes).toBe(2); // the wake-up's, without a settle delay
+
+      clock = 120_001; // right after that probe: the next one waits out settleMs (60 s here)
+      const second = watcher.waitUntil(() => seen === 2, signal);
+      appended = 2;
+      wakeFromOtherProcess();
+      await flushEventLoop();
+      expect(probes).toBe(2);
+      watcher.close();
+      await expect(second).rejects.toThrow('closed');
     });
   });
 

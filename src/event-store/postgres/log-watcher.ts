@@ -13,8 +13,14 @@ export interface LogWatcherOptions {
   listen: (onWake: () => void) => Promise<() => Promise<void>>;
   /** Fallback poll: covers a lost notification. */
   pollIntervalMs: number;
-  /** After a wake-up, wait this long for more appends before probing. Default 0. */
+  /**
+   * Least time between the starts of two probes. A wake-up after a quiet spell is probed at once;
+   * one that comes sooner waits out the rest, so a burst of appends is read by one probe.
+   * Default 0.
+   */
   settleMs?: number;
+  /** Milliseconds on a monotonic clock; `performance.now` by default. */
+  now?: () => number;
 }
 
 interface Waiter {
@@ -47,6 +53,8 @@ export class LogWatcher {
   private pollTimer: NodeJS.Timeout | null = null;
   private quickTimer: NodeJS.Timeout | null = null;
   private quickDelayMs = FIRST_QUICK_REPOLL_MS;
+  private lastProbeAt = Number.NEGATIVE_INFINITY;
+  private endSettle: (() => void) | null = null;
   private closed = false;
 
   constructor(private readonly options: LogWatcherOptions) {}
@@ -115,6 +123,7 @@ export class LogWatcher {
   close(): void {
     this.closed = true;
     this.stopTimers();
+    this.endSettle?.();
     for (const waiter of [...this.waiters]) waiter.reject(new Error('the event store is closed'));
   }
 
@@ -127,14 +136,16 @@ export class LogWatcher {
     let heldBack = false;
     try {
       do {
-        // Let a burst of appends land first: one read then serves them all, at the cost of a
-        // few milliseconds of latency. Wake-ups meanwhile are part of the burst, not a reason to
-        // probe again.
-        const settleMs = this.behind ? 0 : (this.options.settleMs ?? 0);
-        if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
+        // Under a stream of appends, let the next ones land first: one read then serves them
+        // all. Wake-ups meanwhile are part of the burst, not a reason to probe again. After a
+        // quiet spell there is nothing to wait for.
+        const now = this.options.now ?? performance.now.bind(performance);
+        const settleMs = this.behind ? 0 : this.lastProbeAt + (this.options.settleMs ?? 0) - now();
+        if (settleMs > 0) await this.settle(settleMs);
         if (this.closed) break;
         this.probeAgain = false;
         this.fresh = true;
+        this.lastProbeAt = now();
         const probe = await this.options.probe();
         heldBack = probe.heldBack;
         this.behind = probe.more === true;
@@ -156,6 +167,18 @@ export class LogWatcher {
       this.probing = false;
     }
     this.scheduleQuickRepoll(heldBack);
+  }
+
+  /** Waits `ms`, or less if the watcher is closed meanwhile. */
+  private settle(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.endSettle = () => {
+        clearTimeout(timer);
+        this.endSettle = null;
+        resolve();
+      };
+      const timer = setTimeout(this.endSettle, ms);
+    });
   }
 
   private scheduleQuickRepoll(heldBack: boolean): void {
