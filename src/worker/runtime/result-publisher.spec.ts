@@ -80,17 +80,20 @@ describe('ResultPublisher', () => {
     await started;
   });
 
-  it('rejects the next result, once, with the failure of held results that went out alone', async () => {
+  it('rejects the next result, once, with the failure of held results that went out alone, and drops what was held after them', async () => {
     const { bus, calls, call, kinds } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 1 });
+    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 60_000, maxHeldBytes: 1_000 });
 
-    publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 1 });
-    (await call(0)).ack.reject(new Error('message too large'));
+    publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 'a'.repeat(900) });
+    publisher.hold({ kind: 'node_started', nodeId: 'B' }); // past maxHeldBytes: A goes out alone
+    const lost = await call(0);
+    expect(kinds(lost)).toEqual(['node_succeeded:A']);
+    lost.ack.reject(new Error('message too large'));
 
     await expect(publisher.publish({ kind: 'attempt_succeeded' })).rejects.toThrow('message too large');
     expect(calls).toHaveLength(1);
 
-    // The attempt then reports its failure: that one goes out.
+    // The attempt then reports its failure: that one goes out, without B's start held behind A.
     const failed = publisher.publish({ kind: 'attempt_failed', error: { code: 'result_publish_failed', message: 'message too large' } });
     expect(kinds(await call(1))).toEqual(['attempt_failed']);
     calls[1]!.ack.resolve();

@@ -40,7 +40,8 @@ export const DEFAULT_MAX_HELD_BYTES = 256 * 1024;
  * publish call and before its result, so one batch of one partition carries them together (all
  * appended or none) — for a graph of pure nodes, every node result travels with the attempt's
  * terminal result. Held results not taken along within `holdMs` go out alone; a later `publish`
- * waits for their acknowledgement first, and if they failed it rejects with that failure (once).
+ * waits for their acknowledgement first, and if they failed it rejects with that failure (once)
+ * and drops what was held after them.
  */
 export class ResultPublisher {
   private sequence = 0;
@@ -76,8 +77,10 @@ export class ResultPublisher {
   async publish(result: ResultBody): Promise<void> {
     while (this.flushing !== undefined) await this.flushing;
     if (this.failure !== undefined) {
+      // What was held after the lost results must not land without them.
       const { error } = this.failure;
       this.failure = undefined;
+      this.take();
       throw error;
     }
     const message = this.message(result);
