@@ -8,6 +8,7 @@ import type { SqlClient, SqlQueryable, TransactionOptions } from './sql-client.p
  * a query on the client itself would wait for the transaction that waits for it.
  */
 export class PgliteSqlClient implements SqlClient {
+  readonly inProcess = true;
   private readonly listeners = new Map<string, Set<{ onNotify: (payload: string) => void }>>();
 
   constructor(readonly db: PGlite) {}

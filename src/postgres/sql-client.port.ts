@@ -19,6 +19,11 @@ export interface TransactionOptions {
 }
 
 export interface SqlClient extends SqlQueryable {
+  /**
+   * True when the database runs in this process, one statement at a time (PGlite): every read
+   * competes with all other work, so readers should batch rather than read early.
+   */
+  readonly inProcess?: boolean;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**

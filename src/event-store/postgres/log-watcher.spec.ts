@@ -4,10 +4,10 @@ import { LogWatcher, type LogProbe } from './log-watcher.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function watcherOver(probe: () => Promise<LogProbe>, settleMs = 0, now?: () => number) {
+function watcherOver(probe: () => Promise<LogProbe>, settleMs = 0, alwaysSettle = false) {
   let wakeFromOtherProcess = () => undefined as void;
   const watcher = new LogWatcher({
-    now,
+    alwaysSettle,
     probe,
     listen: async (onWake) => {
       wakeFromOtherProcess = onWake;
@@ -126,40 +126,62 @@ describe('log watcher', () => {
       watcher.release();
     });
 
-    it('probes a wake-up after a quiet spell at once, and one that follows a probe only once settleMs has passed', async () => {
-      let clock = 0;
+    it('probes a lone append at once, and waits settleMs while appends stream in', async () => {
       let probes = 0;
       let appended = 0;
       let seen = 0;
-      const { watcher, wakeFromOtherProcess } = watcherOver(
-        async () => {
-          probes += 1;
-          seen = appended;
-          return { heldBack: false };
-        },
-        60_000,
-        () => clock,
-      );
+      const { watcher, wakeFromOtherProcess } = watcherOver(async () => {
+        probes += 1;
+        const brought = appended - seen;
+        seen = appended;
+        return { heldBack: false, appends: brought };
+      }, 60_000);
       await watcher.acquire();
       const signal = new AbortController().signal;
       const first = watcher.waitUntil(() => seen === 1, signal);
       await flushEventLoop();
-      expect(probes).toBe(1); // the waiter's own
+      expect(probes).toBe(1); // the waiter's own, which found nothing
 
-      clock = 120_000; // a quiet spell
       appended = 1;
       wakeFromOtherProcess();
       await first;
-      expect(probes).toBe(2); // the wake-up's, without a settle delay
+      expect(probes).toBe(2); // one append after a probe that brought none: read without a settle delay
 
-      clock = 120_001; // right after that probe: the next one waits out settleMs (60 s here)
-      const second = watcher.waitUntil(() => seen === 2, signal);
-      appended = 2;
+      const second = watcher.waitUntil(() => seen === 3, signal);
+      appended = 3;
+      wakeFromOtherProcess();
+      await second;
+      expect(probes).toBe(3); // the probe before brought one append: still at once
+
+      const third = watcher.waitUntil(() => seen === 4, signal);
+      appended = 4;
       wakeFromOtherProcess();
       await flushEventLoop();
-      expect(probes).toBe(2);
+      expect(probes).toBe(3); // the last probe brought two: this one waits settleMs (60 s here)
       watcher.close();
-      await expect(second).rejects.toThrow('closed');
+      await expect(third).rejects.toThrow('closed');
+    });
+  });
+
+  describe('over a database in this process (alwaysSettle)', () => {
+    it('waits settleMs even before reading a lone append', async () => {
+      let probes = 0;
+      let appended = 0;
+      const { watcher, wakeFromOtherProcess } = watcherOver(async () => {
+        probes += 1;
+        return { heldBack: false, appends: 0 };
+      }, 60_000, true);
+      await watcher.acquire();
+      const signal = new AbortController().signal;
+      const waiting = watcher.waitUntil(() => appended === 1 && probes > 1, signal);
+      await flushEventLoop();
+      const before = probes;
+      appended = 1;
+      wakeFromOtherProcess();
+      await flushEventLoop();
+      expect(probes).toBe(before);
+      watcher.close();
+      await expect(waiting).rejects.toThrow('closed');
     });
   });
 

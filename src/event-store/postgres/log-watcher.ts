@@ -4,6 +4,8 @@ export interface LogProbe {
   heldBack: boolean;
   /** The read stopped short of the readable head: read again without waiting for a wake-up. */
   more?: boolean;
+  /** How many transactions' events it brought: more than one means appends are streaming in. */
+  appends?: number;
 }
 
 export interface LogWatcherOptions {
@@ -14,13 +16,13 @@ export interface LogWatcherOptions {
   /** Fallback poll: covers a lost notification. */
   pollIntervalMs: number;
   /**
-   * Least time between the starts of two probes. A wake-up after a quiet spell is probed at once;
-   * one that comes sooner waits out the rest, so a burst of appends is read by one probe.
-   * Default 0.
+   * While appends stream in (the last probe brought more than one transaction's events, or
+   * wake-ups arrived while it ran), wait this long after a wake-up before probing, so one read
+   * serves a burst. Otherwise the next wake-up is probed at once. Default 0.
    */
   settleMs?: number;
-  /** Milliseconds on a monotonic clock; `performance.now` by default. */
-  now?: () => number;
+  /** Wait settleMs after every wake-up, streaming or not: for a database in this process. */
+  alwaysSettle?: boolean;
 }
 
 interface Waiter {
@@ -53,7 +55,10 @@ export class LogWatcher {
   private pollTimer: NodeJS.Timeout | null = null;
   private quickTimer: NodeJS.Timeout | null = null;
   private quickDelayMs = FIRST_QUICK_REPOLL_MS;
-  private lastProbeAt = Number.NEGATIVE_INFINITY;
+  /** The last probe brought the events of several appends: more are likely on their way. */
+  private streaming = false;
+  /** Wake-ups so far: those that come while a probe runs tell of a stream of appends. */
+  private wakes = 0;
   private endSettle: (() => void) | null = null;
   private closed = false;
 
@@ -89,6 +94,7 @@ export class LogWatcher {
   /** Something may have been appended. */
   wake(): void {
     if (this.users === 0) return;
+    this.wakes += 1;
     if (this.waiters.size === 0) {
       // Everyone is busy reading; the next waiter probes instead, so no wake-up is lost.
       this.fresh = false;
@@ -137,18 +143,21 @@ export class LogWatcher {
     try {
       do {
         // Under a stream of appends, let the next ones land first: one read then serves them
-        // all. Wake-ups meanwhile are part of the burst, not a reason to probe again. After a
-        // quiet spell there is nothing to wait for.
-        const now = this.options.now ?? performance.now.bind(performance);
-        const settleMs = this.behind ? 0 : this.lastProbeAt + (this.options.settleMs ?? 0) - now();
+        // all, at the cost of a few milliseconds. Wake-ups meanwhile are part of the burst, not a
+        // reason to probe again. A lone append is read at once: nothing else is on its way.
+        const streaming = this.streaming || this.options.alwaysSettle === true;
+        const settleMs = this.behind || !streaming ? 0 : (this.options.settleMs ?? 0);
         if (settleMs > 0) await this.settle(settleMs);
         if (this.closed) break;
         this.probeAgain = false;
         this.fresh = true;
-        this.lastProbeAt = now();
+        const wakesBefore = this.wakes;
         const probe = await this.options.probe();
         heldBack = probe.heldBack;
         this.behind = probe.more === true;
+        // Appends stream in when one read brings several, or more wake-ups came while it ran
+        // (a database that runs one statement at a time reads them one by one).
+        this.streaming = (probe.appends ?? 0) > 1 || this.wakes !== wakesBefore;
         for (const waiter of [...this.waiters]) {
           if (waiter.ready()) waiter.resolve();
         }
