@@ -35,6 +35,7 @@ export class WorkerService {
   private consumer: ConsumerHandle | null = null;
   private stopping = false;
   private readonly runner: AttemptRunner;
+  private readonly client: ControlPlaneClient;
   /** Attempts this process already ran: a redelivered dispatch is not claimed twice. */
   private readonly seen = new Map<string, true>();
   /** Attempts running in this process now, by attemptId. */
@@ -42,9 +43,10 @@ export class WorkerService {
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.client = new ControlPlaneClient(options.apiUrl, options.token);
     this.runner = new AttemptRunner({
       bus: options.bus,
-      client: new ControlPlaneClient(options.apiUrl, options.token),
+      client: this.client,
       executeNode: options.executeNode,
       isPure: options.isPure,
       workerId: this.workerId,
@@ -75,6 +77,7 @@ export class WorkerService {
     this.stopping = true;
     await this.consumer?.stop();
     this.consumer = null;
+    this.client.close();
   }
 
   private async handle(message: IncomingMessage): Promise<void> {

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ClaimRefusedError, ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
+
+/** A loopback control plane that answers each path as the test says, and records what it got. */
+describe('ControlPlaneClient', () => {
+  let server: http.Server;
+  let baseUrl: string;
+  const received: { path: string; authorization?: string; body: unknown }[] = [];
+  const answers = new Map<string, (res: http.ServerResponse) => void>();
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        received.push({ path: req.url!, authorization: req.headers.authorization, body: JSON.parse(body) });
+        const answer = [...answers].find(([suffix]) => req.url!.endsWith(suffix))?.[1];
+        if (answer) answer(res);
+        else res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const json = (status: number, body: unknown) => (res: http.ServerResponse) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+  it('posts the heartbeat with the token and returns the parsed reply', async () => {
+    answers.set('/a-1/heartbeat', json(200, { leaseExpiresAt: '2031-01-01T00:00:30.000Z', cancelRequested: true }));
+    const client = new ControlPlaneClient(baseUrl, 'secret');
+    try {
+      await expect(client.heartbeat('e-1', 'a-1', 'w-1', 4)).resolves.toEqual({ leaseExpiresAt: '2031-01-01T00:00:30.000Z', cancelRequested: true });
+      expect(received.at(-1)).toEqual({ path: '/v1/executions/e-1/attempts/a-1/heartbeat', authorization: 'Bearer secret', body: { workerId: 'w-1', fencingToken: 4 } });
+    } finally {
+      client.close();
+    }
+  });
+
+  it('turns a 409 into ClaimRefusedError with its code, and a 503 into ControlPlaneUnavailableError', async () => {
+    answers.set('/a-2/claim', json(409, { code: 'stale_attempt', detail: 'someone else holds it' }));
+    answers.set('/a-3/claim', json(503, { code: 'unavailable', detail: 'store down' }));
+    const client = new ControlPlaneClient(baseUrl, 'secret');
+    try {
+      const refused = await client.claim('e-1', 'a-2', 'w-1').catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ClaimRefusedError);
+      expect(refused).toMatchObject({ status: 409, code: 'stale_attempt' });
+      await expect(client.claim('e-1', 'a-3', 'w-1')).rejects.toBeInstanceOf(ControlPlaneUnavailableError);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('gives up on a control plane that does not answer within the timeout', async () => {
+    answers.set('/a-4/heartbeat', () => undefined); // never answers
+    const client = new ControlPlaneClient(baseUrl, 'secret', 50);
+    try {
+      await expect(client.heartbeat('e-1', 'a-4', 'w-1', 1)).rejects.toThrow(/no answer within 50 ms/);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('reports a control plane that cannot be reached as unavailable', async () => {
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const client = new ControlPlaneClient(`http://127.0.0.1:${port}`, 'secret');
+    try {
+      await expect(client.claim('e-1', 'a-5', 'w-1')).rejects.toBeInstanceOf(ControlPlaneUnavailableError);
+    } finally {
+      client.close();
+    }
+  });
+});
