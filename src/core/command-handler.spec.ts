@@ -17,6 +17,8 @@ const account: Decider<Command, Event, State> = {
       case 'Open':
         return state.status === 'none' ? [{ type: 'Opened', data: {} }] : [];
       case 'Deposit':
+        // A closed account never opens again: that refusal holds in every later state.
+        if (state.status === 'closed') throw new InvalidStateError('cannot deposit into a closed account').asFinal();
         if (state.status !== 'open') throw new InvalidStateError(`cannot deposit into a ${state.status} account`);
         if (command.data.amount <= 0) throw new Error('a bug: amounts are validated at the edge');
         return [{ type: 'Deposited', data: { amount: command.data.amount } }];
@@ -114,6 +116,17 @@ describe('handleCommand with a cache of folded states', () => {
 
     expect(outcome.events.map((e) => e.type)).toEqual(['Closed']);
     expect(types()).toEqual(['Opened', 'Deposited', 'Closed']);
+  });
+
+  it('stands by a refusal that holds in every later state without reading the stream', async () => {
+    const { run, store } = setup();
+    await run({ type: 'Open' });
+    await run({ type: 'Deposit', data: { amount: 5 } });
+    await run({ type: 'Close' });
+    const readsBefore = store.reads;
+
+    await expect(run({ type: 'Deposit', data: { amount: 1 } })).rejects.toThrow('cannot deposit into a closed account');
+    expect(store.reads).toBe(readsBefore);
   });
 
   it('answers a replay from a fresh read, with the history it was decided on', async () => {

@@ -22,8 +22,9 @@ export interface HandleCommandOptions<Command, Event extends DomainEvent, State>
   /**
    * Folded states of recently written streams. A decision on a cached state skips the read; the
    * append's expected revision proves the state current, and a conflict reloads. A cached
-   * decision that appends nothing (a replay, a rejection) is never trusted: it is decided again
-   * on a fresh read, because an older state may refuse what the current one accepts.
+   * decision that appends nothing (a replay, a rejection) is decided again on a fresh read,
+   * because an older state may refuse what the current one accepts; only a refusal marked
+   * `final` (it holds in every later state) stands as decided.
    */
   cache?: StreamStateCache<State>;
   /**
@@ -95,7 +96,7 @@ export async function handleCommands<Command, Event extends DomainEvent, State>(
     let loaded: Loaded<State> = cached === undefined ? await load(options) : { ...cached, history: [] };
     let decided = decideAll(decider, options.commands, loaded.state);
     let onCachedState = cached !== undefined;
-    if (onCachedState && !decided.everyCommandAppends) {
+    if (onCachedState && !decided.decidedForGood) {
       loaded = await load(options);
       decided = decideAll(decider, options.commands, loaded.state);
       onCachedState = false;
@@ -162,5 +163,9 @@ function decideAll<Command, Event extends DomainEvent, State>(
       verdicts.push({ rejected: error });
     }
   }
-  return { state, events, verdicts, everyCommandAppends: verdicts.every((v) => 'events' in v && v.events.length > 0) };
+  // A verdict stands on any state as recent as the cached one when it appends (the expected
+  // revision proves the state current) or refuses for good; a replay or another refusal may
+  // differ on the current state.
+  const decidedForGood = verdicts.every((v) => ('events' in v ? v.events.length > 0 : v.rejected.final));
+  return { state, events, verdicts, decidedForGood };
 }

@@ -23,6 +23,12 @@ export interface ValidationIssue {
 }
 
 export class DomainError extends Error {
+  /**
+   * The refusal holds in every later state of the stream too (an attempt that ended never runs
+   * again), so one decided on an older, cached state stands without reading the stream again.
+   */
+  final = false;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -30,6 +36,12 @@ export class DomainError extends Error {
   ) {
     super(message);
     this.name = new.target.name;
+  }
+
+  /** Marks the refusal as holding in every later state (see `final`). */
+  asFinal(): this {
+    this.final = true;
+    return this;
   }
 }
 

@@ -115,10 +115,13 @@ function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): Attempt
   if (!holds) {
     // Promise 4: a claim whose lease ran out is told so, whether or not the watchdog has run yet.
     const own = s.attempts.find((a) => a.attemptId === fence.attemptId);
+    // An attempt that ended never runs again: those refusals hold in every later state.
+    const ended = own !== undefined && own.status !== 'queued' && own.status !== 'running';
     if (own?.status === 'timed_out' && isSameClaim(s, fence)) {
-      throw new LeaseExpiredError('lease expired', { attemptId: fence.attemptId, leaseExpiresAt: own.leaseExpiresAt });
+      throw new LeaseExpiredError('lease expired', { attemptId: fence.attemptId, leaseExpiresAt: own.leaseExpiresAt }).asFinal();
     }
-    throw new StaleAttemptError('not the current claim of this attempt', { attemptId: fence.attemptId });
+    const stale = new StaleAttemptError('not the current claim of this attempt', { attemptId: fence.attemptId });
+    throw ended ? stale.asFinal() : stale;
   }
   if (now.getTime() >= Date.parse(attempt.leaseExpiresAt!)) {
     throw new LeaseExpiredError('lease expired', { attemptId: fence.attemptId, leaseExpiresAt: attempt.leaseExpiresAt });

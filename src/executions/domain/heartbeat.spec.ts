@@ -1,4 +1,4 @@
-import { describe, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { LeaseExpiredError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import {
   ATTEMPT_1,
@@ -66,10 +66,16 @@ describe('Heartbeat', () => {
         .thenThrows(StaleAttemptError);
     });
 
-    it('rejects a heartbeat for an attempt that already succeeded', () => {
+    it('rejects a heartbeat for an attempt that already succeeded, for good: an ended attempt never runs again', () => {
       given([...aRunningExecution(), attemptSucceeded({ at: 5_000, output: null }), executionSucceeded({ at: 5_000, output: null })])
         .when(heartbeat({ at: 6_000 }))
-        .thenThrows(StaleAttemptError);
+        .thenThrows(StaleAttemptError, (error) => expect(error.final).toBe(true));
+    });
+
+    it('does not refuse for good a fencing token the running attempt does not carry (yet)', () => {
+      given(aRunningExecution())
+        .when(heartbeat({ fencingToken: 2, at: 11_000 }))
+        .thenThrows(StaleAttemptError, (error) => expect(error.final).toBe(false));
     });
   });
 
@@ -90,8 +96,10 @@ describe('Heartbeat', () => {
   describe('when the attempt timed out', () => {
     const timedOut = [...aRunningExecution(), attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }), executionTimedOut({ at: 31_000 })];
 
-    it('never brings the attempt back to life: the late heartbeat is told its lease expired', () => {
-      given(timedOut).when(heartbeat({ at: 32_000 })).thenThrows(LeaseExpiredError);
+    it('never brings the attempt back to life: the late heartbeat is told its lease expired, for good', () => {
+      given(timedOut)
+        .when(heartbeat({ at: 32_000 }))
+        .thenThrows(LeaseExpiredError, (error) => expect(error.final).toBe(true));
     });
 
     it('rejects the late heartbeat also when a retry took the attempt over', () => {
