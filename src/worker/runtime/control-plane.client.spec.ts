@@ -54,6 +54,19 @@ describe('ControlPlaneClient', () => {
     }
   });
 
+  it('reports an answer that is not JSON (a proxy in between failing) as unavailable, not as a refusal', async () => {
+    answers.set('/a-6/claim', (res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<html>bad gateway</html>'));
+    answers.set('/a-7/claim', (res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>'));
+    const client = new ControlPlaneClient(baseUrl, 'secret');
+    try {
+      await expect(client.claim('e-1', 'a-6', 'w-1')).rejects.toThrow(/answered 502: <html>bad gateway/);
+      await expect(client.claim('e-1', 'a-6', 'w-1')).rejects.toBeInstanceOf(ControlPlaneUnavailableError);
+      await expect(client.claim('e-1', 'a-7', 'w-1')).rejects.toBeInstanceOf(ControlPlaneUnavailableError);
+    } finally {
+      client.close();
+    }
+  });
+
   it('gives up on a control plane that does not answer within the timeout', async () => {
     answers.set('/a-4/heartbeat', () => undefined); // never answers
     const client = new ControlPlaneClient(baseUrl, 'secret', 50);

@@ -81,8 +81,11 @@ export class ControlPlaneClient {
       throw new ControlPlaneUnavailableError(`control plane unreachable: ${String(error)}`);
     }
     const { status, text } = response;
-    const parsed = text === '' ? null : (JSON.parse(text) as Record<string, unknown>);
-    if (status >= 200 && status < 300) return parsed;
+    const parsed = parseJsonObject(text);
+    if (status >= 200 && status < 300) {
+      if (parsed === undefined) throw new ControlPlaneUnavailableError(`control plane answered ${status} with a body that is not JSON`);
+      return parsed;
+    }
     if (status >= 500 || status === 429) {
       throw new ControlPlaneUnavailableError(`control plane answered ${status}: ${String(parsed?.['detail'] ?? text)}`);
     }
@@ -122,5 +125,16 @@ export class ControlPlaneClient {
       });
       request.end(body);
     });
+  }
+}
+
+/** The JSON object of an answer; null for an empty body, undefined for anything unreadable (a proxy's HTML page). */
+function parseJsonObject(text: string): Record<string, unknown> | null | undefined {
+  if (text === '') return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }
