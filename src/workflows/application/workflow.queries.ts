@@ -19,9 +19,19 @@ export interface WorkflowRevision {
   position: Position;
 }
 
-/** Reads revisions straight from the workflow stream: always current, no projection lag. */
+/** Workflows whose latest revision a process remembers (the ones it starts executions of). */
+const REMEMBERED_WORKFLOWS = 1_000;
+
+/**
+ * Reads revisions straight from the workflow stream: always current, no projection lag. The
+ * latest revision of a recently read workflow is remembered with the stream revision it was
+ * read up to, so the next read asks only for what came after: usually nothing, one indexed
+ * lookup instead of the whole stream read and checked again on every start.
+ */
 @Injectable()
 export class WorkflowQueries {
+  private readonly latest = new Map<string, { readUpTo: number; found: WorkflowRevision | null }>();
+
   constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
 
   /**
@@ -36,8 +46,11 @@ export class WorkflowQueries {
       new NotFoundError(revision === undefined ? `workflow ${name} not found` : `revision ${revision} of workflow ${name} not found`);
     if (!IDENTIFIER_PATTERN.test(workspaceId) || !IDENTIFIER_PATTERN.test(name)) throw notFound();
 
-    const recorded = await this.store.readStream(workflowStreamId(workspaceId, name));
-    let found: WorkflowRevision | null = null;
+    const streamId = workflowStreamId(workspaceId, name);
+    const known = revision === undefined ? this.latest.get(streamId) : undefined;
+    // The read sees every committed event after `readUpTo`: what is remembered plus it is current.
+    const recorded = await this.store.readStream(streamId, { fromRevision: known === undefined ? 0 : known.readUpTo + 1 });
+    let found: WorkflowRevision | null = known?.found ?? null;
     for (const event of recorded) {
       const { type, data } = parseWorkflowEvent(event);
       if (type !== 'WorkflowRevisionPublished') continue;
@@ -45,7 +58,16 @@ export class WorkflowQueries {
       if (data.workspaceId !== workspaceId || data.name !== name) continue;
       if (revision === undefined || data.revision === revision) found = { ...data, position: event.position };
     }
+    if (revision === undefined) this.remember(streamId, known, recorded.at(-1)?.revision, found);
     if (!found) throw notFound();
     return found;
+  }
+
+  private remember(streamId: string, known: { readUpTo: number } | undefined, lastRead: number | undefined, found: WorkflowRevision | null): void {
+    const readUpTo = lastRead ?? known?.readUpTo;
+    if (readUpTo === undefined) return; // an empty stream: nothing to build on
+    this.latest.delete(streamId); // re-inserted last: the map's order is least recently used first
+    this.latest.set(streamId, { readUpTo, found });
+    if (this.latest.size > REMEMBERED_WORKFLOWS) this.latest.delete(this.latest.keys().next().value!);
   }
 }
