@@ -32,11 +32,10 @@ export class DagReportError extends Error {
  * - `completedNodes` count as succeeded from the start: not executed, not reported (their
  *   events were reported by the attempt that ran them); the result marks them `reused`.
  * - Events are reported in causal order: a node's final event is acknowledged before any
- *   successor is decided or started. Pure nodes (`isPure`) are the exception: their start and
- *   result are reported together and not awaited, so their successors go on at once; every
- *   report in flight is acknowledged before a node with effects is started and before the run
- *   ends, and a failed one fails the run. Given `hold`, the events of pure and skipped nodes are
- *   held instead: the reporter sends them ahead of the next report, or with the terminal result.
+ *   successor is decided or started. Given `hold`, the events of pure nodes (`isPure`: their
+ *   start and result) and of skipped nodes are held instead, so their successors go on at once;
+ *   the reporter sends them ahead of the next report (acknowledged before a node with effects
+ *   starts) or with the terminal result.
  * - `approval` nodes are never executed: a runnable approval is recorded as pending, the nodes
  *   behind it stay pending, everything else runs, and the outcome is `suspended` (unless
  *   something failed). To resume, the caller passes the decision as the approval node's output
@@ -68,10 +67,8 @@ class DagRun {
   private readonly approvals: PendingApproval[] = [];
   private firstFailure: { readonly nodeId: string; readonly error: ExecutionError } | undefined;
   private readonly tryOptions: TryNodeOptions;
-  /** Pure nodes running whose node_started goes out with their result. */
+  /** Pure nodes running whose node_started is held with their result. */
   private readonly startNotReported = new Set<string>();
-  /** Reports of pure nodes not awaited yet; each has a handler, so none is an unhandled rejection. */
-  private reportsInFlight: Promise<void>[] = [];
 
   constructor(
     private readonly options: RunDagOptions,
@@ -94,10 +91,8 @@ class DagRun {
     try {
       await this.unblock(this.state.initiallyUnblocked());
       await this.loop();
-      await this.reportsAcknowledged();
     } catch (error) {
       this.controller.abort(error);
-      await Promise.allSettled(this.reportsInFlight);
       const crashes = await this.drain();
       throw crashes.length === 0 ? error : new AggregateError([error, ...crashes], 'the DAG run failed');
     } finally {
@@ -106,8 +101,9 @@ class DagRun {
     return this.result();
   }
 
+  /** Held rather than reported: only when the reporter can hold events. */
   private isPure(nodeId: string): boolean {
-    return this.options.isPure?.(this.state.node(nodeId)) ?? false;
+    return this.options.hold !== undefined && (this.options.isPure?.(this.state.node(nodeId)) ?? false);
   }
 
   private get aborted(): boolean {
@@ -131,8 +127,8 @@ class DagRun {
     if (this.isPure(nodeId)) {
       this.startNotReported.add(nodeId);
     } else {
-      // Promise 5 for effects: whatever this node reads was reported before it starts.
-      await this.reportsAcknowledged();
+      // Promise 5 for effects: whatever this node reads was reported before it starts (held
+      // events go out ahead of this report).
       await this.emit({ kind: 'node_started', nodeId });
     }
     if (this.aborted) {
@@ -182,32 +178,21 @@ class DagRun {
 
   /**
    * Promise 5: successors count a node as final only after its final event was reported; for a
-   * pure node, only after it was handed to the report (acknowledged before any effect follows).
+   * pure node, only after it was held (acknowledged before any effect follows).
    */
   private async finish(record: Extract<NodeRecord, { status: 'succeeded' | 'failed' }>, event: DagEvent): Promise<void> {
     if (this.aborted) {
       this.state.record(event.nodeId, record);
       return;
     }
-    if (!this.startNotReported.delete(event.nodeId)) {
-      await this.emit(event);
-    } else if (this.options.hold !== undefined) {
-      this.options.hold({ kind: 'node_started', nodeId: event.nodeId });
-      this.options.hold(event);
+    const { hold } = this.options;
+    if (hold !== undefined && this.startNotReported.delete(event.nodeId)) {
+      hold({ kind: 'node_started', nodeId: event.nodeId });
+      hold(event);
     } else {
-      // Issued together, so they travel together; the bus keeps their order.
-      const reported = settleAll([this.emit({ kind: 'node_started', nodeId: event.nodeId }), this.emit(event)]);
-      reported.catch(() => undefined);
-      this.reportsInFlight.push(reported);
+      await this.emit(event);
     }
     await this.unblock(this.state.complete(event.nodeId, record));
-  }
-
-  /** Promise 6: waits for every report in flight; the first that failed fails the run. */
-  private async reportsAcknowledged(): Promise<void> {
-    const awaited = [...this.reportsInFlight];
-    await settleAll(awaited);
-    this.reportsInFlight = this.reportsInFlight.filter((report) => !awaited.includes(report));
   }
 
   /** Decides nodes whose predecessors are all final; skips cascade through their successors. */

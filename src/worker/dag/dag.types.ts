@@ -97,17 +97,15 @@ export interface RunDagOptions {
   readonly executeNode: ExecuteNode;
   readonly report: ReportDagEvent;
   /**
-   * Nodes with no effect outside the run (noop, transform, fail): their `node_started` is
-   * reported together with their result instead of before running them, one report round trip
-   * fewer each. Every other node is run only once its `node_started` was acknowledged. Default:
-   * no node is pure.
+   * Nodes with no effect outside the run (noop, transform, fail): with `hold`, their start and
+   * result are held instead of reported (their start no longer precedes their run). Every other
+   * node runs only once its `node_started` was acknowledged. Default: no node is pure.
    */
   readonly isPure?: (node: WorkflowNode) => boolean;
   /**
-   * Takes the events of pure nodes (their start, their result) and of skipped nodes, which need
-   * no acknowledgement before the run goes on, when the reporter can make them travel with the
-   * next `report` (before that event) or with the attempt's terminal result. Without it, they are
-   * reported at once, not awaited, and acknowledged before the run ends.
+   * Takes the events of pure nodes and of skipped nodes, which need no acknowledgement before the
+   * run goes on: the reporter must send them ahead of the next `report` (in the same
+   * acknowledgement) or with the attempt's terminal result. Without it, every event is reported.
    */
   readonly hold?: (event: DagEvent) => void;
   /** Backoff between node tries; real timers by default. */
