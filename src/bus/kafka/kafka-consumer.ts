@@ -58,9 +58,10 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
     void stop();
   });
 
+  const committer = new OffsetCommitter(consumer, options.topic, log);
   const pipeline =
     'handle' in options && options.maxInFlight !== undefined
-      ? new KafkaPipeline(consumer, {
+      ? new KafkaPipeline({
           topic: options.topic,
           maxInFlight: options.maxInFlight,
           heartbeatIntervalMs: settings.heartbeatIntervalMs,
@@ -70,11 +71,10 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
             failure ??= { error };
             void stop();
           },
+          committer,
           log,
         })
       : null;
-
-  const committer = new OffsetCommitter(consumer, options.topic, log);
   const handling = new Set<Promise<void>>();
 
   const stop = (): Promise<void> =>

@@ -1,9 +1,9 @@
-import type { Consumer, EachBatchPayload, KafkaMessage } from 'kafkajs';
+import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import { Slots } from '../slots.js';
 import { PartitionProgress } from '../partition-progress.js';
-import { OffsetCommitter } from './offset-committer.js';
+import type { OffsetCommitter } from './offset-committer.js';
 
 export interface PipelineOptions {
   topic: string;
@@ -13,6 +13,8 @@ export interface PipelineOptions {
   toIncoming: (topic: string, partition: number, message: KafkaMessage) => IncomingMessage;
   /** A handler rejected: the consumer must stop without committing past that message. */
   onFailure: (error: unknown) => void;
+  /** The consumer's committer: finished offsets go to it. */
+  committer: OffsetCommitter;
   log: Logger;
 }
 
@@ -27,16 +29,11 @@ export class KafkaPipeline {
   private readonly slots: Slots;
   private readonly running = new Set<Promise<void>>();
   private readonly progress = new Map<number, PartitionProgress>();
-  private readonly committer: OffsetCommitter;
   private stopping = false;
   private failed = false;
 
-  constructor(
-    private readonly consumer: Consumer,
-    private readonly options: PipelineOptions,
-  ) {
+  constructor(private readonly options: PipelineOptions) {
     this.slots = new Slots(Math.max(1, options.maxInFlight));
-    this.committer = new OffsetCommitter(consumer, options.topic, options.log);
   }
 
   readonly eachBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> => {
@@ -85,7 +82,7 @@ export class KafkaPipeline {
     this.slots.cancel();
     while (this.running.size > 0) await Promise.all([...this.running]);
     this.commitSoon();
-    await this.committer.flush();
+    await this.options.committer.flush();
   }
 
   private progressOf(partition: number): PartitionProgress {
@@ -100,7 +97,7 @@ export class KafkaPipeline {
   private commitSoon(): void {
     for (const [partition, progress] of this.progress) {
       const offset = progress.committable();
-      if (offset !== null) this.committer.advance(partition, offset);
+      if (offset !== null) this.options.committer.advance(partition, offset);
     }
   }
 }
