@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { NotFoundError, ValidationFailedError } from '../../core/errors.js';
 import { EVENT_STORE, type EventStore, type Position } from '../../core/event-store.port.js';
+import { StreamStateCache } from '../../core/stream-state-cache.js';
 import { parseWorkflowEvent } from '../domain/workflow.events.js';
 import type { WorkflowGraph } from '../domain/workflow-graph.schema.js';
 import { IDENTIFIER_PATTERN, workflowStreamId } from '../domain/workflow-identity.js';
@@ -30,7 +31,8 @@ const REMEMBERED_WORKFLOWS = 1_000;
  */
 @Injectable()
 export class WorkflowQueries {
-  private readonly latest = new Map<string, { readUpTo: number; found: WorkflowRevision | null }>();
+  /** Per workflow stream: the latest revision, as of the stream revision it was read up to. */
+  private readonly latest = new StreamStateCache<WorkflowRevision | null>(REMEMBERED_WORKFLOWS);
 
   constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
 
@@ -48,9 +50,9 @@ export class WorkflowQueries {
 
     const streamId = workflowStreamId(workspaceId, name);
     const known = revision === undefined ? this.latest.get(streamId) : undefined;
-    // The read sees every committed event after `readUpTo`: what is remembered plus it is current.
-    const recorded = await this.store.readStream(streamId, { fromRevision: known === undefined ? 0 : known.readUpTo + 1 });
-    let found: WorkflowRevision | null = known?.found ?? null;
+    // The read sees every committed event after the remembered one: together they are current.
+    const recorded = await this.store.readStream(streamId, { fromRevision: known === undefined ? 0 : known.revision + 1 });
+    let found: WorkflowRevision | null = known?.state ?? null;
     for (const event of recorded) {
       const { type, data } = parseWorkflowEvent(event);
       if (type !== 'WorkflowRevisionPublished') continue;
@@ -58,16 +60,9 @@ export class WorkflowQueries {
       if (data.workspaceId !== workspaceId || data.name !== name) continue;
       if (revision === undefined || data.revision === revision) found = { ...data, position: event.position };
     }
-    if (revision === undefined) this.remember(streamId, known, recorded.at(-1)?.revision, found);
+    const last = recorded.at(-1);
+    if (revision === undefined && last !== undefined) this.latest.set(streamId, { revision: last.revision, state: found });
     if (!found) throw notFound();
     return found;
-  }
-
-  private remember(streamId: string, known: { readUpTo: number } | undefined, lastRead: number | undefined, found: WorkflowRevision | null): void {
-    const readUpTo = lastRead ?? known?.readUpTo;
-    if (readUpTo === undefined) return; // an empty stream: nothing to build on
-    this.latest.delete(streamId); // re-inserted last: the map's order is least recently used first
-    this.latest.set(streamId, { readUpTo, found });
-    if (this.latest.size > REMEMBERED_WORKFLOWS) this.latest.delete(this.latest.keys().next().value!);
   }
 }
