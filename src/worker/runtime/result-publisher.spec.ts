@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import type { Bus, OutgoingMessage } from '../../core/bus.port.js';
 import { deferred, flushEventLoop, type Deferred } from '../dag/testing/deferred.js';
 import { ResultPublisher } from './result-publisher.js';
@@ -122,9 +122,15 @@ describe('ResultPublisher', () => {
     const { bus, calls } = scriptedBus();
     const publisher = new ResultPublisher(bus, FENCE, { holdMs: 1 });
 
-    publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 1 });
-    publisher.discard();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    jest.useFakeTimers();
+    try {
+      publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 1 });
+      publisher.discard();
+      jest.advanceTimersByTime(60_000); // far past holdMs: a timer left behind would have fired
+    } finally {
+      jest.useRealTimers();
+    }
+    await flushEventLoop();
     expect(calls).toHaveLength(0);
   });
 });
