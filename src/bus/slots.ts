@@ -4,6 +4,13 @@ export class Slots {
 
   constructor(private free: number) {}
 
+  /** Takes a free slot if there is one, without waiting. */
+  tryAcquire(): boolean {
+    if (this.free === 0) return false;
+    this.free--;
+    return true;
+  }
+
   async acquire(): Promise<void> {
     if (this.free > 0) {
       this.free--;

@@ -41,12 +41,14 @@ export class KafkaPipeline {
     const progress = this.progressOf(partition);
     for (const message of batch.messages) {
       if (this.stopping || this.failed || !isRunning() || isStale()) return;
-      // Waiting for a free slot can take as long as a handler: keep the membership alive meanwhile.
-      const beat = setInterval(() => heartbeat().catch(() => undefined), this.options.heartbeatIntervalMs);
-      try {
-        await this.slots.acquire();
-      } finally {
-        clearInterval(beat);
+      if (!this.slots.tryAcquire()) {
+        // Waiting for a free slot can take as long as a handler: keep the membership alive meanwhile.
+        const beat = setInterval(() => heartbeat().catch(() => undefined), this.options.heartbeatIntervalMs);
+        try {
+          await this.slots.acquire();
+        } finally {
+          clearInterval(beat);
+        }
       }
       if (this.stopping || this.failed) {
         this.slots.release();
