@@ -1,7 +1,11 @@
 import type { Position } from '../core/event-store.port.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
+import { WakeNotifier } from '../postgres/wake-notifier.js';
 
-/** NOTIFY channel on which a projector announces `<name>` after committing a batch of that projection. */
+/**
+ * NOTIFY channel on which a projector announces, after committing batches, the names of the
+ * projections that advanced: a JSON array of names (a bare name is accepted too).
+ */
 export const PROJECTIONS_CHANNEL = 'flostra_projections';
 
 /**
@@ -14,26 +18,34 @@ export type AdvanceListener = (livePosition: Position | null) => void;
  * Wake-ups for readers of read models: an in-process call after each committed batch, plus a
  * NOTIFY so readers in other processes hear it too. Hints only — a lost one costs a reader
  * its fallback poll, never data.
+ *
+ * The NOTIFYs are coalesced (WakeNotifier): one names every projection that advanced since the
+ * last, and they go out at most every few milliseconds, however many batches commit.
  */
 export class ProjectionSignals {
   private readonly listeners = new Map<string, Set<AdvanceListener>>();
   private listening: Promise<(() => Promise<void>) | null> | null = null;
   private readonly toNotify = new Set<string>();
-  private notifying: Promise<void> | null = null;
+  private readonly notifier: WakeNotifier;
   private closed = false;
 
   constructor(
     private readonly sql: SqlClient,
     private readonly onError: (error: unknown) => void = () => undefined,
-  ) {}
+  ) {
+    this.notifier = new WakeNotifier(() => {
+      const names = [...this.toNotify];
+      this.toNotify.clear();
+      return names.length === 0 ? Promise.resolve() : this.sql.notify(PROJECTIONS_CHANNEL, JSON.stringify(names));
+    }, onError);
+  }
 
   /** A batch of `name` committed in this process; `livePosition` when it went to the live version. */
   advanced(name: string, livePosition: Position | null): void {
     this.emit(name, livePosition);
     if (this.closed) return;
-    // A burst of batches costs a few NOTIFYs: names queued meanwhile go out with the next round.
     this.toNotify.add(name);
-    this.notifying ??= this.sendNotifications();
+    this.notifier.request();
   }
 
   on(name: string, listener: AdvanceListener): () => void {
@@ -48,7 +60,7 @@ export class ProjectionSignals {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.notifying;
+    await this.notifier.flush();
     const unlisten = await this.listening;
     this.listening = null;
     await unlisten?.().catch(() => undefined);
@@ -59,8 +71,7 @@ export class ProjectionSignals {
     this.listening = this.sql
       .listen(PROJECTIONS_CHANNEL, (payload) => {
         // '' follows a reconnect: anything may have been missed.
-        if (payload === '') for (const name of this.listeners.keys()) this.emit(name, null);
-        else this.emit(payload, null);
+        for (const name of advancedNames(payload) ?? this.listeners.keys()) this.emit(name, null);
       })
       .catch((error: unknown) => {
         this.onError(error);
@@ -78,19 +89,16 @@ export class ProjectionSignals {
       }
     }
   }
+}
 
-  private async sendNotifications(): Promise<void> {
-    while (this.toNotify.size > 0) {
-      const names = [...this.toNotify];
-      this.toNotify.clear();
-      for (const name of names) {
-        try {
-          await this.sql.notify(PROJECTIONS_CHANNEL, name);
-        } catch (error) {
-          this.onError(error);
-        }
-      }
-    }
-    this.notifying = null;
+/** The names a NOTIFY payload announces; null for '' (sent after a reconnect: anything may have advanced). */
+export function advancedNames(payload: string): string[] | null {
+  if (payload === '') return null;
+  if (!payload.startsWith('[')) return [payload];
+  try {
+    const names: unknown = JSON.parse(payload);
+    return Array.isArray(names) ? names.filter((name): name is string => typeof name === 'string') : null;
+  } catch {
+    return null;
   }
 }

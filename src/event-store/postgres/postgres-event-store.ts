@@ -37,7 +37,7 @@ import {
 import { subscribeToLog, type LogPage } from './log-subscription.js';
 import { LogTail } from './log-tail.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
-import { WakeNotifier } from './wake-notifier.js';
+import { WakeNotifier } from '../../postgres/wake-notifier.js';
 import { LOG_START, decodePosition, encodePosition } from './position.codec.js';
 
 export interface PostgresEventStoreOptions {
