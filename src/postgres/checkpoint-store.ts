@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, Position, RecordedEvent } from '../core/event-store.port.js';
+import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
 import { sqlErrorInfo, type SqlClient, type SqlQueryable } from './sql-client.port.js';
 
@@ -60,6 +61,12 @@ export interface CheckpointedSubscriptionOptions {
   streamPrefixes?: string[];
   batchSize?: number;
   /**
+   * How long a short batch waits for more to join it (see gatherBatches); default 0, for a
+   * subscriber on the critical path. Background subscribers trade that much lag for fewer
+   * transactions at low load.
+   */
+  gatherMs?: number;
+  /**
    * Handles one batch and stores its checkpoint: when and with what (after a broker ack, in
    * the transaction of its writes) is the handler's promise to keep. A rejection restarts the
    * subscription from the stored checkpoint, so the batch is seen again.
@@ -89,7 +96,12 @@ export function startCheckpointedSubscription(options: CheckpointedSubscriptionO
     while (!signal.aborted) {
       try {
         const after = await options.checkpoints.load(options.name);
-        const batches = options.store.subscribeToAll({ after, streamPrefixes: options.streamPrefixes, batchSize: options.batchSize, signal });
+        const { streamPrefixes, batchSize } = options;
+        const batches = gatherBatches((reading) => options.store.subscribeToAll({ after, streamPrefixes, batchSize, signal: reading }), {
+          windowMs: options.gatherMs ?? 0,
+          maxCount: batchSize ?? 500,
+          signal,
+        });
         for await (const batch of batches) {
           await options.handle(batch);
           failures = 0;

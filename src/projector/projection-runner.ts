@@ -1,4 +1,5 @@
 import type { EventStore, Position, RecordedEvent } from '../core/event-store.port.js';
+import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
 import { executionStreamId, parseExecutionEvent } from '../executions/domain/execution-event.parser.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
@@ -35,6 +36,8 @@ export interface RunnerOptions {
   version: number;
   role: RunnerRole;
   batchSize: number;
+  /** How long a short page waits for more to share its transaction (see gatherBatches). */
+  gatherMs: number;
   signals: ProjectionSignals;
   log: Logger;
   hooks?: RunnerHooks;
@@ -80,7 +83,7 @@ export class ProjectionRunner {
 
   /** Resolves 'stopped' when `signal` aborts, 'fenced' when the version is no longer this runner's. */
   async run(signal: AbortSignal): Promise<'stopped' | 'fenced'> {
-    const { sql, store, definition, version, batchSize } = this.options;
+    const { sql, store, definition, version, batchSize, gatherMs } = this.options;
     const checkpoint = await readCheckpoint(sql, definition.name, version);
     if (checkpoint === null) return 'fenced';
     this.position = checkpoint.position;
@@ -89,7 +92,12 @@ export class ProjectionRunner {
     const reading = new AbortController();
     const stop = () => reading.abort();
     signal.addEventListener('abort', stop);
-    const pages = store.subscribeToAll({ after: this.position, batchSize, signal: reading.signal });
+    const after = this.position;
+    const pages = gatherBatches((gathering) => store.subscribeToAll({ after, batchSize, signal: gathering }), {
+      windowMs: gatherMs,
+      maxCount: batchSize,
+      signal: reading.signal,
+    });
     try {
       for await (const prepared of readAhead(pages, stop, prepare)) {
         if (signal.aborted) break;

@@ -29,6 +29,11 @@ export interface WatchdogDeps {
 export interface WatchdogOptions {
   name?: string;
   batchSize?: number;
+  /**
+   * How long a short batch of events waits for more to share its transaction. A deadline is
+   * then recorded up to this much later, far inside any lease; default 10 ms.
+   */
+  gatherMs?: number;
   /** How often due deadlines are looked for. */
   tickMs?: number;
   /** Deadlines fired per look, and how many at once. */
@@ -52,7 +57,7 @@ export class Watchdog {
     private readonly deps: WatchdogDeps,
     options: WatchdogOptions = {},
   ) {
-    this.options = { name: 'watchdog', batchSize: 500, tickMs: 250, dueBatchSize: 100, concurrency: 8, backoff: { initialMs: 1_000, maxMs: 60_000 }, ...options };
+    this.options = { name: 'watchdog', batchSize: 500, gatherMs: 10, tickMs: 250, dueBatchSize: 100, concurrency: 8, backoff: { initialMs: 1_000, maxMs: 60_000 }, ...options };
   }
 
   start(): void {
@@ -63,6 +68,7 @@ export class Watchdog {
       checkpoints: this.deps.checkpoints,
       streamPrefixes: ['execution-'],
       batchSize: this.options.batchSize,
+      gatherMs: this.options.gatherMs,
       handle: (batch) => this.track(batch),
       logger: this.deps.logger,
     });

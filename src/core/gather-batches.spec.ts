@@ -1,0 +1,124 @@
+import { describe, expect, it } from '@jest/globals';
+import { gatherBatches } from './gather-batches.js';
+
+type Item = { batch: number[] } | { error: Error } | { end: true };
+
+/**
+ * A subscription the test feeds by hand. It waits for the next pushed item or for its signal,
+ * like the store's subscription waits for appends, and records whether it was closed.
+ */
+function scriptedSource() {
+  const queue: Item[] = [];
+  let wake: () => void = () => undefined;
+  const state = { closed: false, signal: null as AbortSignal | null };
+  const push = (item: Item) => {
+    queue.push(item);
+    wake();
+  };
+  async function* open(signal: AbortSignal): AsyncGenerator<number[]> {
+    state.signal = signal;
+    try {
+      while (!signal.aborted) {
+        const item = queue.shift();
+        if (item === undefined) {
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+          continue;
+        }
+        if ('end' in item) return;
+        if ('error' in item) throw item.error;
+        yield item.batch;
+      }
+    } finally {
+      state.closed = true;
+    }
+  }
+  return { push, open, state };
+}
+
+const LONG = 60_000; // a window that never ends within a test: only a full batch or the source's end closes it
+
+describe('gatherBatches', () => {
+  it('merges short batches until they reach maxCount', async () => {
+    const source = scriptedSource();
+    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 4, signal: new AbortController().signal });
+    source.push({ batch: [1] });
+    source.push({ batch: [2, 3] });
+    source.push({ batch: [4, 5] });
+    source.push({ batch: [6] });
+    expect((await gathered.next()).value).toEqual([1, 2, 3, 4, 5]);
+    await gathered.return(undefined);
+  });
+
+  it('passes a full batch on without waiting for more', async () => {
+    const source = scriptedSource();
+    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 2, signal: new AbortController().signal });
+    source.push({ batch: [1, 2] });
+    expect((await gathered.next()).value).toEqual([1, 2]);
+    await gathered.return(undefined);
+  });
+
+  it('lets a short batch go alone once its window has passed', async () => {
+    const source = scriptedSource();
+    const gathered = gatherBatches(source.open, { windowMs: 5, maxCount: 100, signal: new AbortController().signal });
+    source.push({ batch: [1] });
+    expect((await gathered.next()).value).toEqual([1]);
+    source.push({ batch: [2] });
+    expect((await gathered.next()).value).toEqual([2]);
+    await gathered.return(undefined);
+  });
+
+  it('never waits with a window of 0', async () => {
+    const source = scriptedSource();
+    const gathered = gatherBatches(source.open, { windowMs: 0, maxCount: 100, signal: new AbortController().signal });
+    source.push({ batch: [1] });
+    expect((await gathered.next()).value).toEqual([1]);
+    await gathered.return(undefined);
+  });
+
+  it('delivers what it gathered when the source ends, then ends', async () => {
+    const source = scriptedSource();
+    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal });
+    source.push({ batch: [1] });
+    source.push({ batch: [2] });
+    source.push({ end: true });
+    expect(await gathered.next()).toEqual({ done: false, value: [1, 2] });
+    expect(await gathered.next()).toEqual({ done: true, value: undefined });
+    expect(source.state.closed).toBe(true);
+  });
+
+  it('delivers what it gathered before a failure of the source, then throws it', async () => {
+    const source = scriptedSource();
+    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal });
+    source.push({ batch: [1] });
+    source.push({ error: new Error('connection lost') });
+    expect((await gathered.next()).value).toEqual([1]);
+    await expect(gathered.next()).rejects.toThrow('connection lost');
+  });
+
+  it('closes the source when the consumer stops while a read is waiting', async () => {
+    const source = scriptedSource();
+    const gathered = gatherBatches(source.open, { windowMs: 5, maxCount: 100, signal: new AbortController().signal });
+    source.push({ batch: [1] });
+    expect((await gathered.next()).value).toEqual([1]);
+    // The source now waits for an append that never comes; stopping must not wait for one.
+    await gathered.return(undefined);
+    expect(source.state.signal?.aborted).toBe(true);
+    expect(source.state.closed).toBe(true);
+  });
+
+  it('ends without delivering what it gathered when the caller aborts', async () => {
+    const source = scriptedSource();
+    const abort = new AbortController();
+    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: abort.signal });
+    source.push({ batch: [1] });
+    const next = gathered.next();
+    // Let the first batch arrive and its window open before aborting.
+    await new Promise((resolve) => setImmediate(resolve));
+    abort.abort();
+    expect(await next).toEqual({ done: true, value: undefined });
+    expect(source.state.closed).toBe(true);
+  });
+});

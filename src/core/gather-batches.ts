@@ -1,0 +1,88 @@
+export interface GatherOptions {
+  /** How long a short batch waits for more to join it, counted from its arrival. 0: never waits. */
+  windowMs: number;
+  /** A batch of at least this many items goes at once; gathering stops once it is reached. */
+  maxCount: number;
+  /** Ends the reading; the batches gathered so far are dropped. */
+  signal: AbortSignal;
+}
+
+/**
+ * Merges the batches of a subscription for a consumer that pays per batch (a transaction per
+ * batch) and does not need each one at once: a short batch waits up to `windowMs` for the next
+ * ones to join it. Under load batches are full and go straight through; at low load a projector
+ * writes one transaction for a few appends instead of one per append.
+ *
+ * `open` receives a signal of its own, aborted when the consumer stops (returns, breaks, throws)
+ * or `options.signal` aborts, so a read in flight never outlives the consumer. A failure of the
+ * source comes after the batches gathered before it. Batches are never split: a merged batch
+ * holds at most `maxCount - 1` items plus one whole batch.
+ */
+export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIterable<T[]>, options: GatherOptions): AsyncGenerator<T[]> {
+  const reading = new AbortController();
+  const stop = () => reading.abort();
+  if (options.signal.aborted) return;
+  options.signal.addEventListener('abort', stop);
+  const iterator = open(reading.signal)[Symbol.asyncIterator]();
+  let pending: Promise<IteratorResult<T[]>> | null = null;
+  const next = () => (pending ??= iterator.next());
+  try {
+    for (;;) {
+      const first = await next();
+      pending = null;
+      if (first.done === true) return;
+      let gathered = first.value;
+      let ended = false;
+      let failure: { error: unknown } | null = null;
+      if (gathered.length < options.maxCount && options.windowMs > 0) {
+        const deadline = performance.now() + options.windowMs;
+        while (gathered.length < options.maxCount) {
+          const left = deadline - performance.now();
+          if (left <= 0) break;
+          let result: IteratorResult<T[]> | null;
+          try {
+            result = await within(next(), left);
+          } catch (error) {
+            failure = { error };
+            break;
+          }
+          if (result === null) break;
+          pending = null;
+          if (result.done === true) {
+            ended = true;
+            break;
+          }
+          gathered = gathered.concat(result.value);
+        }
+      }
+      if (options.signal.aborted) return;
+      if (gathered.length > 0) yield gathered;
+      if (failure !== null) throw failure.error;
+      if (ended) return;
+    }
+  } finally {
+    options.signal.removeEventListener('abort', stop);
+    stop();
+    // A source that failed after the last batch was yielded: nothing waits for it any more.
+    const inFlight = pending as Promise<IteratorResult<T[]>> | null; // set by next(), which the compiler does not follow
+    await inFlight?.catch(() => undefined);
+    await iterator.return?.();
+  }
+}
+
+/** The promise's value, or null when `ms` pass first; a rejection propagates, whenever it comes. */
+function within<V>(promise: Promise<V>, ms: number): Promise<V | null> {
+  return new Promise<V | null>((resolve, reject) => {
+    const timer = setTimeout(() => resolve(null), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
