@@ -1,5 +1,5 @@
 import type { Position } from '../src/core/event-store.port.js';
-import type { SqlQueryable } from '../src/postgres/sql-client.port.js';
+import { reusable, type SqlQueryable } from '../src/postgres/sql-client.port.js';
 import { evolve, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
 import { sameHandlerForEveryType, type ProjectionDefinition, type VersionTables } from '../src/projector/projection-definition.js';
 
@@ -64,7 +64,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch> = {
   async begin(tx, tables, events) {
     const ids = [...new Set(events.map((e) => e.executionId))];
     const { rows } = await tx.query<DocumentRow>(
-      `select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`,
+      reusable(`select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`),
       [ids],
     );
     const documents = new Map<string, ExecutionDocument>(
@@ -112,7 +112,7 @@ function toRow(executionId: string, { state, position, revision, createdPosition
 /** All rows of a batch in one statement: the batch's JSON expands into a record set. */
 async function upsert(tx: SqlQueryable, tables: VersionTables, rows: ReturnType<typeof toRow>[]): Promise<void> {
   await tx.query(
-    `insert into ${tables.executions} as t (execution_id, workspace_id, workflow_name, workflow_revision, status, cancel_requested,
+    reusable(`insert into ${tables.executions} as t (execution_id, workspace_id, workflow_name, workflow_revision, status, cancel_requested,
        attempt_count, started_at, updated_at, ended_at, created_position, position, revision, state)
      select r.execution_id, r.workspace_id, r.workflow_name, r.workflow_revision, r.status, r.cancel_requested,
        r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.state
@@ -122,7 +122,7 @@ async function upsert(tx: SqlQueryable, tables: VersionTables, rows: ReturnType<
      on conflict (execution_id) do update set
        status = excluded.status, cancel_requested = excluded.cancel_requested, attempt_count = excluded.attempt_count,
        updated_at = excluded.updated_at, ended_at = excluded.ended_at, position = excluded.position, revision = excluded.revision,
-       state = excluded.state`,
+       state = excluded.state`),
     [JSON.stringify(rows)],
   );
 }

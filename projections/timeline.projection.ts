@@ -1,3 +1,4 @@
+import { reusable } from '../src/postgres/sql-client.port.js';
 import { sameHandlerForEveryType, type ProjectedEvent, type ProjectionDefinition } from '../src/projector/projection-definition.js';
 
 interface TimelineRow {
@@ -65,7 +66,7 @@ export const timelineProjection: ProjectionDefinition<TimelineBatch> = {
     const owners = new Map<string, string>();
     if (unknown.length > 0) {
       const { rows } = await tx.query<{ execution_id: string; workspace_id: string }>(
-        `select execution_id, workspace_id from ${tables.timeline_owners} where execution_id = any($1::text[])`,
+        reusable(`select execution_id, workspace_id from ${tables.timeline_owners} where execution_id = any($1::text[])`),
         [unknown],
       );
       for (const row of rows) owners.set(row.execution_id, row.workspace_id);
@@ -96,17 +97,17 @@ export const timelineProjection: ProjectionDefinition<TimelineBatch> = {
     if (batch.newOwners.size > 0) {
       const owners = [...batch.newOwners].map(([execution_id, workspace_id]) => ({ execution_id, workspace_id }));
       await tx.query(
-        `insert into ${tables.timeline_owners} (execution_id, workspace_id)
-         select r.execution_id, r.workspace_id from jsonb_to_recordset($1::jsonb) as r(execution_id text, workspace_id text)`,
+        reusable(`insert into ${tables.timeline_owners} (execution_id, workspace_id)
+         select r.execution_id, r.workspace_id from jsonb_to_recordset($1::jsonb) as r(execution_id text, workspace_id text)`),
         [JSON.stringify(owners)],
       );
     }
     if (batch.rows.length === 0) return;
     await tx.query(
-      `insert into ${tables.timeline} (position, event_id, execution_id, workspace_id, type, revision, recorded_at, data)
+      reusable(`insert into ${tables.timeline} (position, event_id, execution_id, workspace_id, type, revision, recorded_at, data)
        select r.position, r.event_id, r.execution_id, r.workspace_id, r.type, r.revision, r.recorded_at, r.data
        from jsonb_to_recordset($1::jsonb) as r(position text, event_id uuid, execution_id text, workspace_id text,
-         type text, revision integer, recorded_at timestamptz, data jsonb)`,
+         type text, revision integer, recorded_at timestamptz, data jsonb)`),
       [JSON.stringify(batch.rows)],
     );
   },

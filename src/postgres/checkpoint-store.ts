@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, Position, RecordedEvent } from '../core/event-store.port.js';
 import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
-import { sqlErrorInfo, type SqlClient, type SqlQueryable } from './sql-client.port.js';
+import { reusable, sqlErrorInfo, type SqlClient, type SqlQueryable } from './sql-client.port.js';
 
 /**
  * Runs `create ... if not exists` statements one by one. Two processes creating the same table
@@ -47,8 +47,8 @@ export class CheckpointStore {
   /** Pass the caller's transaction as `q` to commit the checkpoint with the work it covers. */
   async save(name: string, position: Position, q: SqlQueryable = this.sql): Promise<void> {
     await q.query(
-      `insert into subscription_checkpoints (name, position) values ($1, $2)
-       on conflict (name) do update set position = excluded.position, updated_at = now()`,
+      reusable(`insert into subscription_checkpoints (name, position) values ($1, $2)
+       on conflict (name) do update set position = excluded.position, updated_at = now()`),
       [name, position],
     );
   }

@@ -1,9 +1,10 @@
 import pg from 'pg';
-import { quoteIdentifier } from './sql-client.port.js';
+import { quoteIdentifier, reusable } from './sql-client.port.js';
 
 type Handler = (payload: string) => void;
 
 const MAX_RECONNECT_DELAY_MS = 5_000;
+const NOTIFY = reusable('select pg_notify($1, $2)');
 
 /**
  * One dedicated connection for LISTEN and NOTIFY. A pooled connection cannot LISTEN (it goes
@@ -47,7 +48,7 @@ export class PgSignalConnection {
 
   async notify(channel: string, payload: string): Promise<void> {
     const client = await this.connection();
-    await client.query('select pg_notify($1, $2)', [channel, payload]);
+    await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createTestDatabase } from '../../test/support/postgres-server.js';
 import { PgSqlClient } from './pg-sql-client.js';
+import { reusable } from './sql-client.port.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -26,6 +27,27 @@ describe('node-postgres SQL client', () => {
 
   afterAll(async () => {
     await client.close();
+  });
+
+  describe('a reusable statement', () => {
+    it('is prepared once on a connection and run again from there, in and outside transactions', async () => {
+      const single = new PgSqlClient({ connectionString: url, max: 1 });
+      try {
+        const doubled = reusable('select $1::int * 2 as n');
+        expect((await single.query(doubled, [2])).rows).toEqual([{ n: 4 }]);
+        expect(await single.transaction(async (tx) => (await tx.query(doubled, [3])).rows)).toEqual([{ n: 6 }]);
+        expect((await single.query(doubled, [4])).rows).toEqual([{ n: 8 }]);
+        const { rows } = await single.query<{ statement: string }>('select statement from pg_prepared_statements where name = $1', [doubled.name]);
+        expect(rows).toEqual([{ statement: doubled.text }]);
+      } finally {
+        await single.close();
+      }
+    });
+
+    it('has a name of its own for each text', () => {
+      expect(reusable('select 1').name).toBe(reusable('select 1').name);
+      expect(reusable('select 1').name).not.toBe(reusable('select 2').name);
+    });
   });
 
   describe('when a transaction function throws', () => {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { PgSignalConnection } from './pg-signal-connection.js';
-import type { SqlClient, SqlQueryable, TransactionOptions } from './sql-client.port.js';
+import type { SqlClient, SqlQueryable, Statement, TransactionOptions } from './sql-client.port.js';
 
 export interface PgSqlClientOptions {
   /**
@@ -23,15 +23,15 @@ export class PgSqlClient implements SqlClient {
     this.signals = new PgSignalConnection(config, onError);
   }
 
-  async query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }> {
-    const result = await this.pool.query(sql, params);
+  async query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {
+    const result = await this.pool.query(queryConfig(sql, params));
     return { rows: result.rows as T[] };
   }
 
   async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client = await this.pool.connect();
     const tx: SqlQueryable = {
-      query: async <R>(sql: string, params?: unknown[]) => ({ rows: (await client.query(sql, params)).rows as R[] }),
+      query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await client.query(queryConfig(sql, params))).rows as R[] }),
     };
     try {
       // One simple-protocol query carries both statements: one round trip, not two.
@@ -64,4 +64,9 @@ export class PgSqlClient implements SqlClient {
     await this.signals.close();
     await this.pool.end();
   }
+}
+
+/** node-postgres prepares a named statement on a connection's first use and reuses it after. */
+function queryConfig(statement: Statement, values?: unknown[]): pg.QueryConfig {
+  return typeof statement === 'string' ? { text: statement, values } : { name: statement.name, text: statement.text, values };
 }

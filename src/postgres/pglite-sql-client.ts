@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import type { SqlClient, SqlQueryable, TransactionOptions } from './sql-client.port.js';
+import { statementText, type SqlClient, type SqlQueryable, type Statement, type TransactionOptions } from './sql-client.port.js';
 
 /**
  * SqlClient over one PGlite instance (the embedded mode). PGlite is a single connection:
@@ -19,15 +19,15 @@ export class PgliteSqlClient implements SqlClient {
     return new PgliteSqlClient(db);
   }
 
-  async query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }> {
-    const result = await this.db.query<T>(sql, params);
+  async query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {
+    const result = await this.db.query<T>(statementText(sql), params);
     return { rows: result.rows };
   }
 
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.db.transaction(async (tx) => {
       if (options.asynchronousCommit === true) await tx.query('set local synchronous_commit = off');
-      return fn({ query: async <R>(sql: string, params?: unknown[]) => ({ rows: (await tx.query<R>(sql, params)).rows }) });
+      return fn({ query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }) });
     });
   }
 

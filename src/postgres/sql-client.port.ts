@@ -4,9 +4,42 @@
  * write one SQL dialect and never learn which of the two runs it.
  */
 
+import { createHash } from 'node:crypto';
+
+/**
+ * A statement the server may parse and plan once per connection, then run again from its
+ * prepared form (about a fifth of the database's work on the hot path). Only for statements
+ * whose text is fixed and whose result columns are named: a `select *` over a view that a
+ * projection switch replaces would change the result type under the prepared plan.
+ */
+export interface ReusableStatement {
+  readonly text: string;
+  /** Derived from the text, so one name never stands for two statements on a connection. */
+  readonly name: string;
+}
+
+const known = new Map<string, ReusableStatement>();
+const KNOWN_LIMIT = 1_000;
+
+/** `text` as a reusable statement; cheap to call per use (remembered for up to 1,000 texts). */
+export function reusable(text: string): ReusableStatement {
+  let statement = known.get(text);
+  if (statement !== undefined) return statement;
+  statement = { text, name: `flostra_${createHash('sha256').update(text).digest('hex').slice(0, 32)}` };
+  if (known.size < KNOWN_LIMIT) known.set(text, statement);
+  return statement;
+}
+
+/** SQL text, or a reusable statement; an adapter without prepared statements runs its text. */
+export type Statement = string | ReusableStatement;
+
+export function statementText(statement: Statement): string {
+  return typeof statement === 'string' ? statement : statement.text;
+}
+
 export interface SqlQueryable {
   /** One statement; `$1`-style parameters. Column types follow the driver (int8 may be a string). */
-  query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+  query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }>;
 }
 
 export interface TransactionOptions {

@@ -1,5 +1,5 @@
 import type { Position } from '../core/event-store.port.js';
-import type { SqlClient, SqlQueryable } from '../postgres/sql-client.port.js';
+import { reusable, type SqlClient, type SqlQueryable } from '../postgres/sql-client.port.js';
 import { versionSuffix, versionTables, type ProjectionDefinition } from './projection-definition.js';
 import { createVersion, pointViewsAt } from './projector.schema.js';
 
@@ -90,6 +90,16 @@ export async function createIndexes(tx: SqlQueryable, definition: ProjectionDefi
   await tx.query('update projector.versions set indexed = true where name = $1 and version = $2', [definition.name, version]);
 }
 
+const ADVANCE_CHECKPOINT_SQL = reusable(`with hold as (
+       select exists (select 1 from projector.projections
+                      where name = $1 and live_version = $2 and switch_hold_until > now()) as held
+     ), moved as (
+       update projector.checkpoints set position = $4, events_seen = events_seen + $5, updated_at = now()
+       where name = $1 and version = $2 and position is not distinct from $3::text and not (select held from hold)
+       returning 1
+     )
+     select (select held from hold) as held, exists (select 1 from moved) as moved`);
+
 /**
  * Moves a version's checkpoint from `expected` to `next`, first thing in a batch's transaction.
  * The row lock serializes writers of one version, and the compare makes a second writer (a
@@ -104,18 +114,7 @@ export async function advanceCheckpoint(
   next: Position,
   events: number,
 ): Promise<'advanced' | 'fenced' | 'held'> {
-  const { rows } = await tx.query<{ held: boolean }>(
-    `with hold as (
-       select exists (select 1 from projector.projections
-                      where name = $1 and live_version = $2 and switch_hold_until > now()) as held
-     ), moved as (
-       update projector.checkpoints set position = $4, events_seen = events_seen + $5, updated_at = now()
-       where name = $1 and version = $2 and position is not distinct from $3::text and not (select held from hold)
-       returning 1
-     )
-     select (select held from hold) as held, exists (select 1 from moved) as moved`,
-    [name, version, expected, next, events],
-  );
+  const { rows } = await tx.query<{ held: boolean }>(ADVANCE_CHECKPOINT_SQL, [name, version, expected, next, events]);
   const row = rows[0] as { held: boolean; moved: boolean } | undefined;
   if (row?.moved === true) return 'advanced';
   return row?.held === true ? 'held' : 'fenced';

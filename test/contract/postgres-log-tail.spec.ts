@@ -4,7 +4,7 @@ import type { Position, RecordedEvent } from '../../src/core/event-store.port.js
 import { READ_PAGE_SQL, READ_TAIL_SQL, PROBE_SQL } from '../../src/event-store/postgres/event-store.queries.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
-import type { SqlClient, SqlQueryable } from '../../src/postgres/sql-client.port.js';
+import { statementText, type SqlClient, type SqlQueryable, type Statement } from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 import { newEvent, recordSubscription, sleep, type SubscriptionRecorder } from './event-store-contract.support.js';
 
@@ -20,7 +20,7 @@ class CountingSqlClient implements SqlClient {
     return this.pageReads + this.tailReads + this.probes;
   }
 
-  query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }> {
+  query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {
     if (sql === READ_PAGE_SQL) this.pageReads += 1;
     if (sql === READ_TAIL_SQL) this.tailReads += 1;
     if (sql === PROBE_SQL) this.probes += 1;
@@ -211,10 +211,30 @@ describe('Postgres event store: the shared tail of the log', () => {
 
   describe('when the log is long', () => {
     /** Shared buffers one statement touched: what it costs Postgres, independent of the clock. */
-    async function buffersTouched(statement: string, params: unknown[]): Promise<number> {
-      const { rows } = await raw.query(`explain (analyze, buffers, format json) ${statement}`, params);
-      const plan = (rows[0] as { 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] })['QUERY PLAN'][0].Plan;
-      return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+    /**
+     * Pages one run of the statement touches, planned the way the store runs it: prepared once
+     * per connection, so after a few runs Postgres may use a generic plan that knows no
+     * parameter values. The worse of the custom and the generic plan counts.
+     */
+    async function buffersTouched(statement: Statement, literals: string[]): Promise<number> {
+      const text = statementText(statement);
+      const touched = async (explain: string) => {
+        const { rows } = await raw.query(`explain (analyze, buffers, format json) ${explain}`);
+        const plan = (rows[0] as { 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] })['QUERY PLAN'][0].Plan;
+        return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+      };
+      const args = literals.length === 0 ? '' : `(${literals.join(', ')})`;
+      await raw.query(`prepare touched as ${text}`);
+      try {
+        await raw.query('set plan_cache_mode = force_custom_plan');
+        const custom = await touched(`execute touched${args}`);
+        await raw.query('set plan_cache_mode = force_generic_plan');
+        const generic = await touched(`execute touched${args}`);
+        return Math.max(custom, generic);
+      } finally {
+        await raw.query('deallocate touched');
+        await raw.query('reset plan_cache_mode');
+      }
     }
 
     it('reads its end (tail refresh, probe) through a few index pages, never the whole log', async () => {
@@ -229,7 +249,8 @@ describe('Postgres event store: the shared tail of the log', () => {
         const { xid, seq } = rows[0] as { xid: string; seq: string };
 
         // A full scan of the log would touch well over a thousand pages.
-        expect(await buffersTouched(READ_TAIL_SQL, [xid, seq, 500])).toBeLessThan(60);
+        expect(await buffersTouched(READ_TAIL_SQL, [`'${xid}'`, seq, '500'])).toBeLessThan(60);
+        expect(await buffersTouched(READ_PAGE_SQL, [`'${xid}'`, seq, `'{execution-}'`, '500'])).toBeLessThan(60);
         expect(await buffersTouched(PROBE_SQL, [])).toBeLessThan(30);
       } finally {
         await store.close();

@@ -3,7 +3,7 @@ import { executionStreamId } from '../../src/executions/domain/execution-event.p
 import { pointViewsAt } from '../../src/projector/projector.schema.js';
 import { ProjectionSignals } from '../../src/projector/projection-signals.js';
 import { PostgresTimelineReader } from '../../src/projector/timeline-reader.js';
-import type { SqlQueryable } from '../../src/postgres/sql-client.port.js';
+import { statementText, type SqlQueryable } from '../../src/postgres/sql-client.port.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 import { openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
 import { writeRandomHistories } from './support/random-history.js';
@@ -49,7 +49,7 @@ describe('reads that arrive in the middle of a switch on postgres', () => {
       // The switch has replaced the first view and holds it; the readers arrive now.
       const paused: SqlQueryable = {
         async query(sql, params) {
-          if (reads === undefined && sql.startsWith('drop view') && sql.includes('timeline_owners')) {
+          if (reads === undefined && statementText(sql).startsWith('drop view') && statementText(sql).includes('timeline_owners')) {
             reads = Promise.all([
               reader.executionInfo(executionId),
               reader.readExecution(executionId, null, 1000),

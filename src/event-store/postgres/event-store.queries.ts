@@ -1,9 +1,11 @@
 import type { Position, RecordedEvent } from '../../core/event-store.port.js';
+import { reusable } from '../../postgres/sql-client.port.js';
 import { encodePosition } from './position.codec.js';
 
 /**
  * The SQL of the Postgres event store, identical for node-postgres and PGlite. Drivers differ
  * in how they return int8 (string or number) and timestamptz, so rows are normalized here.
+ * Every statement the store runs again and again is reusable (prepared once per connection).
  */
 
 /** `pg_current_snapshot()` is the statement's own snapshot: the xmin and the rows agree. */
@@ -12,12 +14,12 @@ const READABLE = 'e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
 const EVENT_COLUMNS = `e.event_id::text as event_id, e.type, e.stream_id, e.stream_revision,
   e.transaction_id::text as transaction_id, e.seq, e.data, e.metadata, e.recorded_at`;
 
-export const APPEND_SQL = 'select * from event_store.append($1, $2, $3, $4::jsonb)';
+export const APPEND_SQL = reusable('select * from event_store.append($1, $2, $3, $4::jsonb)');
 
-export const READ_STREAM_SQL = `select ${EVENT_COLUMNS} from event_store.events e
+export const READ_STREAM_SQL = reusable(`select ${EVENT_COLUMNS} from event_store.events e
   where e.stream_id = $1 and e.stream_revision >= $2
   order by e.stream_revision
-  limit $3`;
+  limit $3`);
 
 /** The last readable event, as `head_xid`, `head_seq` (no row for an empty log). */
 const HEAD = `select e.transaction_id::text as head_xid, e.seq as head_seq from event_store.events e
@@ -44,25 +46,25 @@ const PREFIX_FILTER = `
       and ($3::text[] is null or exists (select 1 from unnest($3::text[]) as p(prefix) where starts_with(e.stream_id, p.prefix)))`;
 
 /** The page after a cursor, plus the readable head in the same snapshot. */
-export const READ_PAGE_SQL = `with page as (${pageAfter(PREFIX_FILTER, '$4')})
+export const READ_PAGE_SQL = reusable(`with page as (${pageAfter(PREFIX_FILTER, '$4')})
   select head.head_xid, head.head_seq, page.*
   from (select 1) as anchor
   left join (${HEAD}) as head on true
   left join page on true
-  order by page.xid, page.seq`;
+  order by page.xid, page.seq`);
 
 /** The shared tail's refresh: the unfiltered page after a cursor, the head, and held_back, in one snapshot. */
-export const READ_TAIL_SQL = `with page as (${pageAfter('', '$3')})
+export const READ_TAIL_SQL = reusable(`with page as (${pageAfter('', '$3')})
   select head.head_xid, head.head_seq, ${HELD_BACK}, page.*
   from (select 1) as anchor
   left join (${HEAD}) as head on true
   left join page on true
-  order by page.xid, page.seq`;
+  order by page.xid, page.seq`);
 
-export const PROBE_SQL = `select head.head_xid, head.head_seq, ${HELD_BACK}
-  from (select 1) as anchor left join (${HEAD}) as head on true`;
+export const PROBE_SQL = reusable(`select head.head_xid, head.head_seq, ${HELD_BACK}
+  from (select 1) as anchor left join (${HEAD}) as head on true`);
 
-export const STREAM_REVISION_SQL = 'select revision from event_store.streams where stream_id = $1';
+export const STREAM_REVISION_SQL = reusable('select revision from event_store.streams where stream_id = $1');
 
 export interface AppendRow {
   conflict: boolean;

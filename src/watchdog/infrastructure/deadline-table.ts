@@ -1,5 +1,5 @@
 import { ensureTables } from '../../postgres/checkpoint-store.js';
-import type { SqlClient, SqlQueryable } from '../../postgres/sql-client.port.js';
+import { reusable, type SqlClient, type SqlQueryable } from '../../postgres/sql-client.port.js';
 import type { Deadline, DeadlineKind, DeadlinePlan } from '../application/deadline-plan.js';
 
 /** A deadline as the timer picked it, with how often firing it failed so far. */
@@ -43,18 +43,18 @@ export class DeadlineTable {
   async apply(plan: DeadlinePlan, tx: SqlQueryable): Promise<void> {
     if (plan.removals.length > 0) {
       await tx.query(
-        `delete from watchdog_deadlines d using jsonb_array_elements($1::jsonb) r
+        reusable(`delete from watchdog_deadlines d using jsonb_array_elements($1::jsonb) r
          where d.execution_id = r->>'executionId' and d.kind = r->>'kind'
-           and (r->>'attemptId' is null or d.attempt_id = r->>'attemptId')`,
+           and (r->>'attemptId' is null or d.attempt_id = r->>'attemptId')`),
         [JSON.stringify(plan.removals)],
       );
     }
     if (plan.upserts.length > 0) {
       await tx.query(
-        `insert into watchdog_deadlines (execution_id, kind, attempt_id, due_ms, failures)
+        reusable(`insert into watchdog_deadlines (execution_id, kind, attempt_id, due_ms, failures)
          select r->>'executionId', r->>'kind', r->>'attemptId', (r->>'dueMs')::bigint, 0 from jsonb_array_elements($1::jsonb) r
          on conflict (execution_id, kind) do update
-           set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`,
+           set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`),
         [JSON.stringify(plan.upserts)],
       );
     }
