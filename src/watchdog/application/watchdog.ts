@@ -30,8 +30,9 @@ export interface WatchdogOptions {
   name?: string;
   batchSize?: number;
   /**
-   * How long a short batch of events waits for more to share its transaction. A deadline is
-   * then recorded up to this much later, far inside any lease; default 10 ms.
+   * How long a short batch of events waits for more to share its transaction; default 100 ms,
+   * less than one `tickMs`. A deadline is then recorded up to this much later, far inside any
+   * lease, and an attempt that ends within the window never costs a deadline row at all.
    */
   gatherMs?: number;
   /** How often due deadlines are looked for. */
@@ -57,7 +58,7 @@ export class Watchdog {
     private readonly deps: WatchdogDeps,
     options: WatchdogOptions = {},
   ) {
-    this.options = { name: 'watchdog', batchSize: 500, gatherMs: 10, tickMs: 250, dueBatchSize: 100, concurrency: 8, backoff: { initialMs: 1_000, maxMs: 60_000 }, ...options };
+    this.options = { name: 'watchdog', batchSize: 500, gatherMs: 100, tickMs: 250, dueBatchSize: 100, concurrency: 8, backoff: { initialMs: 1_000, maxMs: 60_000 }, ...options };
   }
 
   start(): void {
