@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { createApp } from '../src/app/create-app.js';
@@ -24,12 +25,16 @@ import { createTestDatabase, startPostgresServer } from '../test/support/postgre
  * started over HTTP and run by a worker through dispatcher, bus and ingestor, closed loop at
  * several concurrencies. Completion is observed on the event store's own subscription, so the
  * measurement adds no polling. Prints one JSON document on stdout; progress on stderr.
+ *
+ * Modes: `full` (Postgres + Kafka, every role in this process), `split` (the same, but the
+ * worker runs in a process of its own, `FLOSTRA_ROLES=worker node dist/src/main.js`, as
+ * docker-compose.yml deploys it), `embedded` (PGlite + in-process bus, one process).
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map(Number);
-const MODES = (process.env.BENCH_MODES ?? 'full,embedded').split(',');
+const MODES = (process.env.BENCH_MODES ?? 'full,split,embedded').split(',');
 const TOKEN = 'bench-token';
 
 const DIAMOND = {
@@ -46,6 +51,8 @@ interface Stack {
   store: EventStore;
   sql: SqlClient;
   bus: Bus;
+  /** Kafka's bootstrap brokers, for a worker in another process. */
+  brokers: string[];
   close(): Promise<void>;
 }
 
@@ -63,7 +70,7 @@ async function openStack(mode: string): Promise<Stack> {
     const sql = await PgliteSqlClient.open();
     const store = await PostgresEventStore.open(sql);
     const bus = new InProcessBus();
-    return { store, sql, bus, close: async () => { await bus.close(); await store.close(); await sql.close(); } };
+    return { store, sql, bus, brokers: [], close: async () => { await bus.close(); await store.close(); await sql.close(); } };
   }
   const postgres = await startPostgresServer();
   const kafka = await startKafkaBroker({ reuseExisting: false });
@@ -75,6 +82,7 @@ async function openStack(mode: string): Promise<Stack> {
     store,
     sql,
     bus,
+    brokers: kafka.brokers,
     close: async () => {
       await bus.close();
       await store.close();
@@ -94,8 +102,7 @@ async function runMode(mode: string) {
   const app = await createApp({ config, store: stack.store, readModelSql: stack.sql, bus: stack.bus, clock: systemClock, ids: randomIds, logger, registry });
   await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-  const worker = createWorker({ bus: stack.bus, apiUrl: url, token: TOKEN, logger, concurrency: 16, egressAllow: [] });
-  await worker.start();
+  const worker = mode === 'split' ? await startWorkerProcess(url, stack.brokers) : await startInProcessWorker(stack.bus, url, logger);
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
   await fetch(`${url}/v1/workspaces/bench/workflows/diamond`, { method: 'PUT', headers, body: JSON.stringify(DIAMOND) });
 
@@ -131,6 +138,7 @@ async function runMode(mode: string) {
     const deadline = performance.now() + seconds * 1000;
     const cpuBefore = process.cpuUsage();
     const machineBefore = machineCpuSeconds();
+    const workerBefore = worker.cpuSeconds();
     const began = performance.now();
     await Promise.all(Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) latencies.push(await oneExecution());
@@ -138,6 +146,7 @@ async function runMode(mode: string) {
     const elapsed = (performance.now() - began) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     const machine = machineCpuSeconds() - machineBefore;
+    const workerCpu = worker.cpuSeconds() - workerBefore;
     latencies.sort((a, b) => a - b);
     const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0) * 10) / 10;
     return {
@@ -147,6 +156,7 @@ async function runMode(mode: string) {
       latencyMs: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99) },
       cpuSecondsPerExecution: {
         flostraProcess: Math.round(((cpu.user + cpu.system) / 1e6 / latencies.length) * 1e5) / 1e5,
+        ...(mode === 'split' ? { workerProcess: Math.round((workerCpu / latencies.length) * 1e5) / 1e5 } : {}),
         wholeMachine: Math.round((machine / latencies.length) * 1e5) / 1e5,
       },
     };
@@ -166,8 +176,68 @@ async function runMode(mode: string) {
   await stack.close();
   return {
     mode,
-    stack: mode === 'embedded' ? 'PGlite (in memory) + in-process bus, one process' : 'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog+worker in one Node process',
+    stack: STACKS[mode],
     results,
+  };
+}
+
+const STACKS: Record<string, string> = {
+  embedded: 'PGlite (in memory) + in-process bus, one process',
+  full: 'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog+worker in one Node process',
+  split: 'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog in one Node process, the worker in another',
+};
+
+interface BenchWorker {
+  /** CPU seconds the worker used so far, when it runs in a process of its own (0 in this one). */
+  cpuSeconds(): number;
+  stop(): Promise<void>;
+}
+
+async function startInProcessWorker(bus: Bus, apiUrl: string, logger: ReturnType<typeof createLogger>): Promise<BenchWorker> {
+  const worker = createWorker({ bus, apiUrl, token: TOKEN, logger, concurrency: 16, egressAllow: [] });
+  await worker.start();
+  return { cpuSeconds: () => 0, stop: () => worker.stop() };
+}
+
+/** The production worker, `FLOSTRA_ROLES=worker node dist/src/main.js`, ready once it has joined its consumer group. */
+async function startWorkerProcess(apiUrl: string, brokers: string[]): Promise<BenchWorker> {
+  const main = new URL('../src/main.js', import.meta.url).pathname;
+  const child: ChildProcess = spawn(process.execPath, [main], {
+    env: {
+      PATH: process.env.PATH,
+      FLOSTRA_ROLES: 'worker',
+      FLOSTRA_API_URL: apiUrl,
+      FLOSTRA_WORKER_TOKEN: TOKEN,
+      FLOSTRA_WORKER_CONCURRENCY: '16',
+      KAFKA_BROKERS: brokers.join(','),
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error(`the worker process did not start in 60 s:\n${seen}`)), 60_000);
+    child.once('exit', (code) => reject(new Error(`the worker process exited (${code}):\n${seen}`)));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      seen = (seen + chunk.toString()).slice(-4_000);
+      if (seen.includes('is consuming dispatches')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  child.stdout!.resume();
+  const pid = child.pid!;
+  return {
+    cpuSeconds: () => {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
   };
 }
 
