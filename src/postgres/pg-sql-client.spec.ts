@@ -50,6 +50,20 @@ describe('node-postgres SQL client', () => {
     });
   });
 
+  describe('onWriteEnded', () => {
+    it('tells each transaction (committed or rolled back) and each NOTIFY, not single statements', async () => {
+      let ended = 0;
+      const stop = client.onWriteEnded(() => (ended += 1));
+      await client.transaction(async (tx) => tx.query('select 1'));
+      await client.transaction(async () => Promise.reject(new Error('no'))).catch(() => undefined);
+      await client.notify('pg_spec_writes', 'x');
+      await client.query('select 1');
+      stop();
+      await client.transaction(async (tx) => tx.query('select 1'));
+      expect(ended).toBe(3);
+    });
+  });
+
   describe('when a transaction function throws', () => {
     it('rolls back everything it wrote', async () => {
       const failing = client.transaction(async (tx) => {

@@ -14,6 +14,7 @@ export interface PgSqlClientOptions {
 export class PgSqlClient implements SqlClient {
   readonly pool: pg.Pool;
   private readonly signals: PgSignalConnection;
+  private readonly writeEndedListeners = new Set<() => void>();
 
   constructor(config: pg.PoolConfig, options: PgSqlClientOptions = {}) {
     const onError = options.onError ?? (() => undefined);
@@ -49,15 +50,30 @@ export class PgSqlClient implements SqlClient {
         client.release(rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError)));
       }
       throw error;
+    } finally {
+      this.writeEnded();
     }
+  }
+
+  onWriteEnded(listener: () => void): () => void {
+    this.writeEndedListeners.add(listener);
+    return () => this.writeEndedListeners.delete(listener);
+  }
+
+  private writeEnded(): void {
+    for (const listener of this.writeEndedListeners) listener();
   }
 
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
     return this.signals.listen(channel, onNotify);
   }
 
-  notify(channel: string, payload: string): Promise<void> {
-    return this.signals.notify(channel, payload);
+  async notify(channel: string, payload: string): Promise<void> {
+    try {
+      await this.signals.notify(channel, payload);
+    } finally {
+      this.writeEnded();
+    }
   }
 
   async close(): Promise<void> {

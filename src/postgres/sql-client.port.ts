@@ -70,6 +70,15 @@ export interface SqlClient extends SqlQueryable {
    * implementations may send it without waiting for a WAL flush.
    */
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Calls `listener` each time a transaction or a NOTIFY of this client ends, until the
+   * returned function is called. Any open write holds back the readable end of the event log
+   * (readers see events below the snapshot's xmin), so the store reads it again at once when
+   * one of this process's own writes ends instead of guessing with a timer. Single statements
+   * are not reported: appends wake the store themselves, and the rest are brief. Optional: a
+   * client whose writes never overlap (PGlite) has nothing to tell.
+   */
+  onWriteEnded?(listener: () => void): () => void;
   close(): Promise<void>;
 }
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { flushEventLoop } from '../../worker/dag/testing/deferred.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 
@@ -67,6 +67,39 @@ describe('log watcher', () => {
       expect(Date.now() - started).toBeLessThan(200);
       wakeFromOtherProcess();
       watcher.release();
+    });
+  });
+
+  describe('when a write of this process that held events back ends', () => {
+    it('probes at once instead of at the next re-poll, and not at all when nothing was held back', async () => {
+      jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+      try {
+        let probes = 0;
+        let open = true;
+        let head: string | null = null;
+        const { watcher } = watcherOver(async () => {
+          probes += 1;
+          if (open) return { heldBack: true };
+          head = '7-1';
+          return { heldBack: false };
+        });
+        await watcher.acquire();
+        const waiting = watcher.waitUntil(() => head !== null, new AbortController().signal);
+        await flushEventLoop();
+        expect(probes).toBe(1); // held back; the re-poll timer never fires here (fake time stands still)
+
+        open = false;
+        watcher.holderEnded();
+        await waiting;
+        expect(probes).toBe(2);
+
+        watcher.holderEnded(); // the last probe found nothing held back
+        await flushEventLoop();
+        expect(probes).toBe(2);
+        watcher.release();
+      } finally {
+        jest.useRealTimers();
+      }
     });
   });
 

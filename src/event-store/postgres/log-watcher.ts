@@ -103,6 +103,17 @@ export class LogWatcher {
     void this.runProbe();
   }
 
+  /**
+   * A write of this process that may have held back the log's readable end has ended: when the
+   * last probe found events held back, probe now instead of at the next quick re-poll.
+   */
+  holderEnded(): void {
+    if (this.quickTimer === null) return;
+    clearTimeout(this.quickTimer);
+    this.quickTimer = null;
+    this.wake();
+  }
+
   /** Resolves once `ready()` holds (checked now and after each probe), or when `signal` aborts. */
   waitUntil(ready: () => boolean, signal: AbortSignal): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the event store is closed'));

@@ -77,6 +77,7 @@ export class PostgresEventStore implements EventStore {
   private readonly tailPageSize: number;
   private readonly notifier: WakeNotifier;
   private readonly defaultBatchSize: number;
+  private readonly stopHearingWrites: () => void;
 
   constructor(
     private readonly client: SqlClient,
@@ -98,6 +99,7 @@ export class PostgresEventStore implements EventStore {
       // next ones: read in batches always. A server reads a lone append at once.
       alwaysSettle: client.inProcess === true,
     });
+    this.stopHearingWrites = client.onWriteEnded?.(() => this.watcher.holderEnded()) ?? (() => undefined);
     // NOTIFY after commit, not inside the append: Postgres serializes the commits of notifying
     // transactions (one lock held through the WAL flush), which cut append throughput to a
     // third at 32 writers in bench/append.bench.ts.
@@ -174,6 +176,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
+    this.stopHearingWrites();
     this.watcher.close();
     await this.notifier.flush();
     if (this.options.closeClient === true) await this.client.close();
