@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import { createApp } from '../src/app/create-app.js';
 import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
@@ -123,9 +124,9 @@ async function runMode(mode: string) {
 
   async function oneExecution(): Promise<number> {
     const started = performance.now();
-    const response = await fetch(`${url}/v1/workspaces/bench/workflows/diamond/executions`, { method: 'POST', headers, body: '{}' });
-    if (response.status !== 201) throw new Error(`start answered ${response.status}: ${await response.text()}`);
-    const { executionId } = (await response.json()) as { executionId: string };
+    const response = await post(`${url}/v1/workspaces/bench/workflows/diamond/executions`, headers, '{}');
+    if (response.status !== 201) throw new Error(`start answered ${response.status}: ${response.body}`);
+    const { executionId } = JSON.parse(response.body) as { executionId: string };
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`execution ${executionId} did not finish in 60 s`)), 60_000);
       waiters.set(executionId, () => { clearTimeout(timer); resolve(); });
@@ -179,6 +180,26 @@ async function runMode(mode: string) {
     stack: STACKS[mode],
     results,
   };
+}
+
+/**
+ * The load generator's client: node:http over kept-alive connections, the cheapest client Node
+ * has (fetch costs several times its CPU), since it shares the machine with what it measures.
+ */
+const clientAgent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: clientAgent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 const STACKS: Record<string, string> = {
