@@ -12,7 +12,23 @@ export class UnreadableEventError extends Error {
   }
 }
 
+/**
+ * Events already parsed, by the recorded event they came from. Subscribers at the head of the
+ * log share the same recorded events (the store's shared tail), so the projections and the
+ * watchdog validate each event once between them, not once each. Treat the result as read-only.
+ */
+const parsedEvents = new WeakMap<RecordedEvent, ExecutionEvent>();
+
 export function parseExecutionEvent(recorded: RecordedEvent): ExecutionEvent {
+  let event = parsedEvents.get(recorded);
+  if (event === undefined) {
+    event = validate(recorded);
+    parsedEvents.set(recorded, event);
+  }
+  return event;
+}
+
+function validate(recorded: RecordedEvent): ExecutionEvent {
   const schema = Object.hasOwn(executionEventSchemas, recorded.type)
     ? (executionEventSchemas[recorded.type as ExecutionEventType] as z.ZodType)
     : undefined;
