@@ -36,6 +36,11 @@ export interface KafkaBusOptions {
   heartbeatIntervalMs?: number;
   /** How long an idle fetch waits on the broker; also bounds how long an idle `stop()` takes. Default 1 s. */
   maxWaitTimeMs?: number;
+  /**
+   * Least time between two offset commits of one consumer; finished offsets wait for the next.
+   * A crash then redelivers up to this much more (consumers dedupe). Default 25 ms.
+   */
+  commitIntervalMs?: number;
 }
 
 /**
@@ -62,6 +67,7 @@ export class KafkaBus implements Bus {
       rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 3_000,
       maxWaitTimeMs: options.maxWaitTimeMs ?? 1_000,
+      commitIntervalMs: options.commitIntervalMs ?? 25,
     };
     this.kafka = new KafkaClient({
       clientId: options.clientId ?? 'flostra',

@@ -9,6 +9,8 @@ export interface KafkaConsumerSettings {
   rebalanceTimeoutMs: number;
   heartbeatIntervalMs: number;
   maxWaitTimeMs: number;
+  /** Least time between two offset commits of one consumer (see OffsetCommitter). */
+  commitIntervalMs: number;
 }
 
 /**
@@ -58,7 +60,7 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
     void stop();
   });
 
-  const committer = new OffsetCommitter(consumer, options.topic, log);
+  const committer = new OffsetCommitter(consumer, options.topic, log, settings.commitIntervalMs);
   const pipeline =
     'handle' in options && options.maxInFlight !== undefined
       ? new KafkaPipeline({
