@@ -5,12 +5,26 @@ type Handler = (payload: string) => void;
 
 const MAX_RECONNECT_DELAY_MS = 5_000;
 const NOTIFY = reusable('select pg_notify($1, $2)');
+/** What every signal connection calls itself, so that a sender can see whether anyone listens. */
+export const SIGNAL_APPLICATION_NAME = 'flostra-signals';
+/** Another process's signal connection on this database: someone may listen. */
+const AUDIENCE = reusable(
+  `select exists (select 1 from pg_stat_activity
+     where application_name = '${SIGNAL_APPLICATION_NAME}' and datname = current_database() and pid <> pg_backend_pid()) as audience`,
+);
+/** How long a sender trusts what it learnt about its audience. */
+const AUDIENCE_TTL_MS = 1_000;
 
 /**
  * One dedicated connection for LISTEN and NOTIFY. A pooled connection cannot LISTEN (it goes
  * back to the pool), and sending wake-ups here keeps them out of the writers' transactions.
  * When the connection drops it reconnects with backoff, LISTENs again, and calls every
  * handler with '' because notifications sent meanwhile are lost.
+ *
+ * A NOTIFY is sent only when another process has a signal connection on the database (asked
+ * of `pg_stat_activity` at most once a second): a process alone on its database, such as one
+ * running every role, sends none, and hears its own wake-ups in memory. A process that starts
+ * listening is heard within a second; until then its fallback polls cover it.
  */
 export class PgSignalConnection {
   private client: pg.Client | null = null;
@@ -18,6 +32,7 @@ export class PgSignalConnection {
   private readonly handlers = new Map<string, Set<Handler>>();
   private reconnectTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  private audience: { present: boolean; askedAt: number } | null = null;
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -46,9 +61,17 @@ export class PgSignalConnection {
     };
   }
 
-  async notify(channel: string, payload: string): Promise<void> {
+  /** Sends a NOTIFY if another process may hear it; resolves false when nobody could. */
+  async notify(channel: string, payload: string): Promise<boolean> {
     const client = await this.connection();
+    const now = performance.now();
+    if (this.audience === null || now - this.audience.askedAt >= AUDIENCE_TTL_MS) {
+      const { rows } = await client.query<{ audience: boolean }>({ name: AUDIENCE.name, text: AUDIENCE.text });
+      this.audience = { present: rows[0]?.audience === true, askedAt: now };
+    }
+    if (!this.audience.present) return false;
     await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+    return true;
   }
 
   async close(): Promise<void> {
@@ -78,7 +101,7 @@ export class PgSignalConnection {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client(this.config);
+    const client = new pg.Client({ ...this.config, application_name: SIGNAL_APPLICATION_NAME });
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client));
     client.on('notification', (message) => this.dispatch(message.channel, message.payload ?? ''));

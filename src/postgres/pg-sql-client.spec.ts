@@ -50,6 +50,34 @@ describe('node-postgres SQL client', () => {
     });
   });
 
+  describe('NOTIFY', () => {
+    it('is sent only when another process listens on the database', async () => {
+      const alone = await createTestDatabase('pg_sql_client_alone');
+      const sender = new PgSqlClient({ connectionString: alone });
+      const observer = new pg.Client({ connectionString: alone });
+      await observer.connect();
+      const heard: string[] = [];
+      observer.on('notification', (message) => heard.push(message.payload ?? ''));
+      try {
+        // A plain connection listening is not a Flostra process: nobody to wake.
+        await observer.query('listen spec_audience');
+        await sender.notify('spec_audience', 'unheard');
+
+        const listener = new PgSqlClient({ connectionString: alone });
+        const got: string[] = [];
+        await listener.listen('spec_audience', (payload) => got.push(payload));
+        await sleep(1_100); // what the sender learnt of its audience expires after a second
+        await sender.notify('spec_audience', 'heard');
+        await until(() => got.includes('heard'));
+        expect(heard).toEqual(['heard']);
+        await listener.close();
+      } finally {
+        await observer.end();
+        await sender.close();
+      }
+    });
+  });
+
   describe('onWriteEnded', () => {
     it('tells each transaction (committed or rolled back) and each NOTIFY, not single statements', async () => {
       let ended = 0;
@@ -102,7 +130,7 @@ describe('node-postgres SQL client', () => {
         await until(() => payloads.includes('before'));
         const { rows } = await sender.query(
           `select pg_terminate_backend(pid) as killed from pg_stat_activity
-           where application_name = 'flostra-sql-client-spec' and query ilike 'listen%'`,
+           where application_name = 'flostra-signals' and datname = current_database() and query ilike 'listen%'`,
         );
         expect(rows).toEqual([{ killed: true }]);
         await until(() => payloads.includes(''));
