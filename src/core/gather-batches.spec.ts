@@ -40,10 +40,18 @@ function scriptedSource() {
 
 const LONG = 60_000; // a window that never ends within a test: only a full batch or the source's end closes it
 
+/** Takes a first batch, which goes alone: the batches pushed after it are streaming in. */
+async function streaming(source: ReturnType<typeof scriptedSource>, gathered: AsyncGenerator<number[]>): Promise<void> {
+  source.push({ batch: [0] });
+  expect((await gathered.next()).value).toEqual([0]);
+}
+
 describe('gatherBatches', () => {
-  it('merges short batches until they reach maxCount', async () => {
+  it('lets a batch after a quiet spell go at once, and merges the short batches streaming in after it until maxCount', async () => {
     const source = scriptedSource();
     const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 4, signal: new AbortController().signal });
+    source.push({ batch: [0] });
+    expect((await gathered.next()).value).toEqual([0]); // nothing came before it: no wait
     source.push({ batch: [1] });
     source.push({ batch: [2, 3] });
     source.push({ batch: [4, 5] });
@@ -63,6 +71,7 @@ describe('gatherBatches', () => {
   it('lets a short batch go alone once its window has passed', async () => {
     const source = scriptedSource();
     const gathered = gatherBatches(source.open, { windowMs: 5, maxCount: 100, signal: new AbortController().signal });
+    await streaming(source, gathered);
     source.push({ batch: [1] });
     expect((await gathered.next()).value).toEqual([1]);
     source.push({ batch: [2] });
@@ -81,6 +90,7 @@ describe('gatherBatches', () => {
   it('delivers what it gathered when the source ends, then ends', async () => {
     const source = scriptedSource();
     const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal });
+    await streaming(source, gathered);
     source.push({ batch: [1] });
     source.push({ batch: [2] });
     source.push({ end: true });
@@ -92,9 +102,11 @@ describe('gatherBatches', () => {
   it('delivers what it gathered before a failure of the source, then throws it', async () => {
     const source = scriptedSource();
     const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal });
+    await streaming(source, gathered);
     source.push({ batch: [1] });
+    source.push({ batch: [2] });
     source.push({ error: new Error('connection lost') });
-    expect((await gathered.next()).value).toEqual([1]);
+    expect((await gathered.next()).value).toEqual([1, 2]);
     await expect(gathered.next()).rejects.toThrow('connection lost');
   });
 
@@ -113,6 +125,7 @@ describe('gatherBatches', () => {
     const source = scriptedSource();
     const abort = new AbortController();
     const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: abort.signal });
+    await streaming(source, gathered);
     source.push({ batch: [1] });
     const next = gathered.next();
     // Let the first batch arrive and its window open before aborting.

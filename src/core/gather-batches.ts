@@ -1,5 +1,8 @@
 export interface GatherOptions {
-  /** How long a short batch waits for more to join it, counted from its arrival. 0: never waits. */
+  /**
+   * How long a short batch waits for more to join it, counted from its arrival, when it came
+   * within this long of the batch before (appends are streaming in). 0: never waits.
+   */
   windowMs: number;
   /** A batch of at least this many items goes at once; gathering stops once it is reached. */
   maxCount: number;
@@ -9,9 +12,11 @@ export interface GatherOptions {
 
 /**
  * Merges the batches of a subscription for a consumer that pays per batch (a transaction per
- * batch) and does not need each one at once: a short batch waits up to `windowMs` for the next
- * ones to join it. Under load batches are full and go straight through; at low load a projector
- * writes one transaction for a few appends instead of one per append.
+ * batch) and need not have each one at once: while batches stream in (one came within
+ * `windowMs` of the one before), a short batch waits up to `windowMs` for the next ones to join
+ * it. A batch after a quiet spell goes at once, and full batches go straight through. A
+ * projector then writes one transaction for a few appends instead of one per append, without
+ * delaying a lone one.
  *
  * `open` receives a signal of its own, aborted when the consumer stops (returns, breaks, throws)
  * or `options.signal` aborts, so a read in flight never outlives the consumer. A failure of the
@@ -26,6 +31,7 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
   const iterator = open(reading.signal)[Symbol.asyncIterator]();
   let pending: Promise<IteratorResult<T[]>> | null = null;
   const next = () => (pending ??= iterator.next());
+  let lastArrival = Number.NEGATIVE_INFINITY;
   try {
     for (;;) {
       const first = await next();
@@ -34,8 +40,11 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
       let gathered = first.value;
       let ended = false;
       let failure: { error: unknown } | null = null;
-      if (gathered.length < options.maxCount && options.windowMs > 0) {
-        const deadline = performance.now() + options.windowMs;
+      const arrived = performance.now();
+      const streaming = arrived - lastArrival < options.windowMs;
+      lastArrival = arrived;
+      if (streaming && gathered.length < options.maxCount) {
+        const deadline = arrived + options.windowMs;
         while (gathered.length < options.maxCount) {
           const left = deadline - performance.now();
           if (left <= 0) break;
@@ -53,6 +62,7 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
             break;
           }
           gathered = gathered.concat(result.value);
+          lastArrival = performance.now();
         }
       }
       if (options.signal.aborted) return;

@@ -61,9 +61,9 @@ export interface CheckpointedSubscriptionOptions {
   streamPrefixes?: string[];
   batchSize?: number;
   /**
-   * How long a short batch waits for more to join it (see gatherBatches); default 0, for a
-   * subscriber on the critical path. Background subscribers trade that much lag for fewer
-   * transactions at low load.
+   * While batches stream in, how long a short one waits for more to join it (see
+   * gatherBatches); default 0, for a subscriber on the critical path. Background subscribers
+   * trade that much lag for fewer transactions.
    */
   gatherMs?: number;
   /**

@@ -14,9 +14,9 @@ export interface ProjectorOptions {
   /** Upper bound of a rebuild's batch: larger batches, fewer transactions. */
   rebuildBatchSize: number;
   /**
-   * How long a short batch waits for more appends to join its transaction. Read models then
-   * lag by up to this much at low load, for a third of the transactions; under load batches
-   * are full and never wait.
+   * While appends stream in (a batch came within this long of the one before), how long a
+   * short batch waits for more to join its transaction; read models then lag by up to this
+   * much more. A lone append after a quiet spell is applied at once (see gatherBatches).
    */
   gatherMs: number;
   /** How often the catalog is read again: picks up rebuilds requested elsewhere and locks freed by dead processes. */

@@ -30,9 +30,10 @@ export interface WatchdogOptions {
   name?: string;
   batchSize?: number;
   /**
-   * How long a short batch of events waits for more to share its transaction; default 100 ms,
-   * less than one `tickMs`. A deadline is then recorded up to this much later, far inside any
-   * lease, and an attempt that ends within the window never costs a deadline row at all.
+   * While events stream in, how long a short batch waits for more to share its transaction
+   * (see gatherBatches); default 100 ms, less than one `tickMs`. A deadline is then recorded up
+   * to this much later, far inside any lease, and an attempt that ends within the window never
+   * costs a deadline row at all.
    */
   gatherMs?: number;
   /** How often due deadlines are looked for. */
