@@ -50,8 +50,7 @@ describe('gatherBatches', () => {
   it('lets a batch after a quiet spell go at once, and merges the short batches streaming in after it until maxCount', async () => {
     const source = scriptedSource();
     const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 4, signal: new AbortController().signal });
-    source.push({ batch: [0] });
-    expect((await gathered.next()).value).toEqual([0]); // nothing came before it: no wait
+    await streaming(source, gathered); // nothing came before the first batch: it went at once
     source.push({ batch: [1] });
     source.push({ batch: [2, 3] });
     source.push({ batch: [4, 5] });
@@ -79,9 +78,10 @@ describe('gatherBatches', () => {
     await gathered.return(undefined);
   });
 
-  it('never waits with a window of 0', async () => {
+  it('never waits with a window of 0, even for a batch right behind another', async () => {
     const source = scriptedSource();
     const gathered = gatherBatches(source.open, { windowMs: 0, maxCount: 100, signal: new AbortController().signal });
+    await streaming(source, gathered);
     source.push({ batch: [1] });
     expect((await gathered.next()).value).toEqual([1]);
     await gathered.return(undefined);

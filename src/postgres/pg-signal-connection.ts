@@ -101,7 +101,7 @@ export class PgSignalConnection {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client({ ...this.config, application_name: SIGNAL_APPLICATION_NAME });
+    const client = new pg.Client(this.config);
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client));
     client.on('notification', (message) => this.dispatch(message.channel, message.payload ?? ''));
@@ -109,6 +109,8 @@ export class PgSignalConnection {
       await client.connect();
       // A lost wake-up costs one poll interval at worst; a WAL flush per NOTIFY costs every time.
       await client.query('set synchronous_commit = off');
+      // Set here, not in the config: an application_name in the connection string would win.
+      await client.query(`set application_name = '${SIGNAL_APPLICATION_NAME}'`);
       for (const channel of this.handlers.keys()) await client.query(`LISTEN ${quoteIdentifier(channel)}`);
     } catch (error) {
       await client.end().catch(() => undefined);

@@ -53,7 +53,9 @@ describe('node-postgres SQL client', () => {
   describe('NOTIFY', () => {
     it('is sent only when another process listens on the database', async () => {
       const alone = await createTestDatabase('pg_sql_client_alone');
-      const sender = new PgSqlClient({ connectionString: alone });
+      // Whatever the connection string calls the application, the signal connections are known.
+      const named = `${alone}?application_name=someone-else`;
+      const sender = new PgSqlClient({ connectionString: named });
       const observer = new pg.Client({ connectionString: alone });
       await observer.connect();
       const heard: string[] = [];
@@ -63,7 +65,7 @@ describe('node-postgres SQL client', () => {
         await observer.query('listen spec_audience');
         await sender.notify('spec_audience', 'unheard');
 
-        const listener = new PgSqlClient({ connectionString: alone });
+        const listener = new PgSqlClient({ connectionString: named });
         const got: string[] = [];
         await listener.listen('spec_audience', (payload) => got.push(payload));
         await sleep(1_100); // what the sender learnt of its audience expires after a second
