@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 
 /**
  * A statement the server may parse and plan once per connection, then run again from its
- * prepared form (about a fifth of the database's work on the hot path). Only for statements
+ * prepared form instead of parsing and planning it on every run. Only for statements
  * whose text is fixed and whose result columns are named: a `select *` over a view that a
  * projection switch replaces would change the result type under the prepared plan.
  */
