@@ -78,7 +78,8 @@ async function openStack(mode: string): Promise<Stack> {
   const url = await createTestDatabase('bench_e2e', postgres.url);
   const sql = new PgSqlClient({ connectionString: url, max: 20 });
   const store = await PostgresEventStore.open(sql);
-  const bus = new KafkaBus({ brokers: kafka.brokers, clientId: 'bench', logger: createLogger({ level: 'warn' }) });
+  // Kafka's warnings go with the progress lines: stdout carries the JSON report only.
+  const bus = new KafkaBus({ brokers: kafka.brokers, clientId: 'bench', logger: createLogger({ level: 'warn', write: (line) => void process.stderr.write(`${line}\n`) }) });
   return {
     store,
     sql,
