@@ -62,11 +62,16 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch> = {
   ],
 
   async begin(tx, tables, events) {
-    const ids = [...new Set(events.map((e) => e.executionId))];
-    const { rows } = await tx.query<DocumentRow>(
-      reusable(`select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`),
-      [ids],
-    );
+    // An execution started in this batch has no row yet (its start is its stream's first event).
+    const startedHere = new Set(events.filter((e) => e.type === 'ExecutionStarted').map((e) => e.executionId));
+    const ids = [...new Set(events.map((e) => e.executionId))].filter((id) => !startedHere.has(id));
+    const { rows } =
+      ids.length === 0
+        ? { rows: [] as DocumentRow[] }
+        : await tx.query<DocumentRow>(
+            reusable(`select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`),
+            [ids],
+          );
     const documents = new Map<string, ExecutionDocument>(
       rows.map((row) => [row.execution_id, { state: row.state, position: row.position, revision: row.revision, createdPosition: row.created_position }]),
     );
