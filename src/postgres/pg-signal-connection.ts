@@ -6,7 +6,7 @@ type Handler = (payload: string) => void;
 const MAX_RECONNECT_DELAY_MS = 5_000;
 const NOTIFY = reusable('select pg_notify($1, $2)');
 /** What every signal connection calls itself, so that a sender can see whether anyone listens. */
-export const SIGNAL_APPLICATION_NAME = 'flostra-signals';
+const SIGNAL_APPLICATION_NAME = 'flostra-signals';
 /** Another process's signal connection on this database: someone may listen. */
 const AUDIENCE = reusable(
   `select exists (select 1 from pg_stat_activity
@@ -61,17 +61,16 @@ export class PgSignalConnection {
     };
   }
 
-  /** Sends a NOTIFY if another process may hear it; resolves false when nobody could. */
-  async notify(channel: string, payload: string): Promise<boolean> {
+  /** Sends a NOTIFY if another process may hear it; otherwise sends nothing. */
+  async notify(channel: string, payload: string): Promise<void> {
     const client = await this.connection();
     const now = performance.now();
     if (this.audience === null || now - this.audience.askedAt >= AUDIENCE_TTL_MS) {
       const { rows } = await client.query<{ audience: boolean }>({ name: AUDIENCE.name, text: AUDIENCE.text });
       this.audience = { present: rows[0]?.audience === true, askedAt: now };
     }
-    if (!this.audience.present) return false;
+    if (!this.audience.present) return;
     await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
-    return true;
   }
 
   async close(): Promise<void> {
