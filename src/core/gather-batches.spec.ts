@@ -69,7 +69,8 @@ describe('gatherBatches', () => {
 
   it('lets a short batch go alone once its window has passed', async () => {
     const source = scriptedSource();
-    const gathered = gatherBatches(source.open, { windowMs: 5, maxCount: 100, signal: new AbortController().signal });
+    // Long enough that [1] surely comes inside the window of [0] and waits it out.
+    const gathered = gatherBatches(source.open, { windowMs: 50, maxCount: 100, signal: new AbortController().signal });
     await streaming(source, gathered);
     source.push({ batch: [1] });
     expect((await gathered.next()).value).toEqual([1]);
