@@ -1,5 +1,5 @@
 import type { Position } from '../src/core/event-store.port.js';
-import { reusable, type SqlQueryable } from '../src/postgres/sql-client.port.js';
+import { reusable, type SqlTransaction } from '../src/postgres/sql-client.port.js';
 import { evolve, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
 import { sameHandlerForEveryType, type ProjectionDefinition, type VersionTables } from '../src/projector/projection-definition.js';
 
@@ -88,10 +88,10 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch> = {
     batch.changed.add(event.executionId);
   }),
 
-  async commit(tx, tables, batch) {
+  commit(tx, tables, batch) {
     if (batch.changed.size === 0) return;
     const rows = [...batch.changed].map((id) => toRow(id, batch.documents.get(id)!));
-    await upsert(tx, tables, rows);
+    upsert(tx, tables, rows);
   },
 };
 
@@ -115,8 +115,8 @@ function toRow(executionId: string, { state, position, revision, createdPosition
 }
 
 /** All rows of a batch in one statement: the batch's JSON expands into a record set. */
-async function upsert(tx: SqlQueryable, tables: VersionTables, rows: ReturnType<typeof toRow>[]): Promise<void> {
-  await tx.query(
+function upsert(tx: SqlTransaction, tables: VersionTables, rows: ReturnType<typeof toRow>[]): void {
+  tx.queue(
     reusable(`insert into ${tables.executions} as t (execution_id, workspace_id, workflow_name, workflow_revision, status, cancel_requested,
        attempt_count, started_at, updated_at, ended_at, created_position, position, revision, state)
      select r.execution_id, r.workspace_id, r.workflow_name, r.workflow_revision, r.status, r.cancel_requested,

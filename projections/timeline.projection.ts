@@ -93,17 +93,17 @@ export const timelineProjection: ProjectionDefinition<TimelineBatch> = {
     });
   }),
 
-  async commit(tx, tables, batch) {
+  commit(tx, tables, batch) {
     if (batch.newOwners.size > 0) {
       const owners = [...batch.newOwners].map(([execution_id, workspace_id]) => ({ execution_id, workspace_id }));
-      await tx.query(
+      tx.queue(
         reusable(`insert into ${tables.timeline_owners} (execution_id, workspace_id)
          select r.execution_id, r.workspace_id from jsonb_to_recordset($1::jsonb) as r(execution_id text, workspace_id text)`),
         [JSON.stringify(owners)],
       );
     }
     if (batch.rows.length === 0) return;
-    await tx.query(
+    tx.queue(
       reusable(`insert into ${tables.timeline} (position, event_id, execution_id, workspace_id, type, revision, recorded_at, data)
        select r.position, r.event_id, r.execution_id, r.workspace_id, r.type, r.revision, r.recorded_at, r.data
        from jsonb_to_recordset($1::jsonb) as r(position text, event_id uuid, execution_id text, workspace_id text,

@@ -106,6 +106,55 @@ describe('node-postgres SQL client', () => {
     });
   });
 
+  describe('statements of a transaction', () => {
+    it('run in the order sent: a read sees the writes queued before it, and the commit keeps them', async () => {
+      const seen = await client.transaction(async (tx) => {
+        tx.queue('insert into counter (n) values (20)');
+        tx.queue('insert into counter (n) values (21)');
+        const [both, last] = await Promise.all([
+          tx.query<{ n: number }>('select n from counter where n in (20, 21) order by n'),
+          tx.query<{ n: number }>('select max(n) as n from counter where n in (20, 21)'),
+        ]);
+        tx.queue('insert into counter (n) values (22)');
+        return { both: both.rows, last: last.rows };
+      });
+      expect(seen).toEqual({ both: [{ n: 20 }, { n: 21 }], last: [{ n: 21 }] });
+      expect((await client.query('select n from counter where n between 20 and 22 order by n')).rows).toEqual([{ n: 20 }, { n: 21 }, { n: 22 }]);
+    });
+
+    it('roll back when a queued write fails, and the transaction rejects with that write\'s own error', async () => {
+      const failing = client.transaction(async (tx) => {
+        tx.queue('insert into counter (n) values (30)');
+        tx.queue('insert into counter (n) values (30)'); // duplicate key
+        tx.queue('insert into counter (n) values (31)'); // refused: the transaction is aborted
+        return 'done';
+      });
+      await expect(failing).rejects.toMatchObject({ code: '23505' });
+      expect((await client.query('select n from counter where n in (30, 31)')).rows).toEqual([]);
+      // The connection went back to the pool in a usable state.
+      expect((await client.transaction(async (tx) => (await tx.query('insert into counter (n) values (32) returning n')).rows))).toEqual([{ n: 32 }]);
+    });
+
+    it('report a failed write as the cause when a later statement is refused for it', async () => {
+      const failing = client.transaction(async (tx) => {
+        tx.queue('insert into counter (n) values (40)');
+        tx.queue('insert into counter (n) values (40)');
+        return (await tx.query('select count(*) from counter')).rows;
+      });
+      await expect(failing).rejects.toMatchObject({ code: '23505' });
+    });
+
+    it('are not committed when the function swallowed one that failed', async () => {
+      const swallowing = client.transaction(async (tx) => {
+        tx.queue('insert into counter (n) values (50)');
+        await tx.query('select 1 / 0').catch(() => undefined);
+        tx.queue('insert into counter (n) values (51)');
+      });
+      await expect(swallowing).rejects.toMatchObject({ code: '22012' });
+      expect((await client.query('select n from counter where n in (50, 51)')).rows).toEqual([]);
+    });
+  });
+
   describe('when a transaction asks for an asynchronous commit', () => {
     it('runs with synchronous_commit off, commits its writes, and leaves the connection as it was', async () => {
       const setting = (tx: { query: PgSqlClient['query'] }) => tx.query<{ synchronous_commit: string }>('show synchronous_commit');

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { PgSignalConnection } from './pg-signal-connection.js';
-import type { SqlClient, SqlQueryable, Statement, TransactionOptions } from './sql-client.port.js';
+import { sqlErrorInfo, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
 
 export interface PgSqlClientOptions {
   /**
@@ -29,27 +29,52 @@ export class PgSqlClient implements SqlClient {
     return { rows: result.rows as T[] };
   }
 
-  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    const client = await this.pool.connect();
-    const tx: SqlQueryable = {
-      query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await client.query(queryConfig(sql, params))).rows as R[] }),
+  /**
+   * The connection runs in node-postgres's pipeline mode for the transaction: each statement is
+   * written at once, without waiting for the answers before it, and the statements started in
+   * one turn of the event loop leave in one write. BEGIN travels with the first statements and
+   * COMMIT with the queued last ones, so a read-then-write transaction takes two round trips.
+   */
+  async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const client = (await this.pool.connect()) as PipelinedClient;
+    client.pipeline = true;
+    // Every statement sent, as a promise that never rejects; answers come in the order sent, so
+    // the first failure recorded is the cause and any later one only "transaction aborted".
+    const answered: Promise<void>[] = [];
+    let failed: { error: unknown } | undefined;
+    const send = (sql: Statement, params?: unknown[]) => {
+      writeTogether(client);
+      const result = client.query(queryConfig(sql, params));
+      answered.push(result.then(() => undefined, (error: unknown) => void (failed ??= { error })));
+      return result;
+    };
+    const tx: SqlTransaction = {
+      query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await send(sql, params)).rows as R[] }),
+      queue: (sql: Statement, params?: unknown[]) => void send(sql, params),
     };
     try {
-      // One simple-protocol query carries both statements: one round trip, not two.
-      await client.query(options.asynchronousCommit === true ? 'begin; set local synchronous_commit = off' : 'begin');
+      // One simple-protocol query carries both statements.
+      void send(options.asynchronousCommit === true ? 'begin; set local synchronous_commit = off' : 'begin');
       const result = await fn(tx);
-      await client.query('commit');
+      void send('commit');
+      await Promise.all(answered);
+      // A COMMIT after a failed statement answers ROLLBACK rather than failing: the failure is the answer.
+      if (failed !== undefined) throw failed.error;
+      client.pipeline = false;
       client.release();
       return result;
     } catch (error) {
+      await Promise.all(answered);
       try {
         await client.query('rollback');
+        client.pipeline = false;
         client.release();
       } catch (rollbackError) {
         // The connection is in an unknown state: destroy it rather than hand it to the next caller.
         client.release(rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError)));
       }
-      throw error;
+      // A statement refused because an earlier queued one failed reports that earlier failure.
+      throw failed !== undefined && (error === failed.error || sqlErrorInfo(error).code === IN_FAILED_TRANSACTION) ? failed.error : error;
     } finally {
       this.writeEnded();
     }
@@ -80,6 +105,32 @@ export class PgSqlClient implements SqlClient {
     await this.signals.close();
     await this.pool.end();
   }
+}
+
+/** SQLSTATE of a statement sent after an earlier one of its transaction failed. */
+const IN_FAILED_TRANSACTION = '25P02';
+
+/** What pipelining uses of node-postgres's client (pg 8.23; not in its type definitions). */
+type PipelinedClient = pg.PoolClient & {
+  pipeline: boolean;
+  connection?: { stream?: { cork?: () => void; uncork?: () => void } };
+};
+
+const corked = new WeakSet<PipelinedClient>();
+
+/**
+ * Holds the connection's writes until the current turn of the event loop ends, so statements
+ * started together leave in one write (one system call, one packet) instead of one each.
+ */
+function writeTogether(client: PipelinedClient): void {
+  const stream = client.connection?.stream;
+  if (stream?.cork === undefined || stream.uncork === undefined || corked.has(client)) return;
+  stream.cork();
+  corked.add(client);
+  process.nextTick(() => {
+    corked.delete(client);
+    stream.uncork!();
+  });
 }
 
 /** node-postgres prepares a named statement on a connection's first use and reuses it after. */

@@ -43,6 +43,30 @@ describe('PGlite SQL client', () => {
     });
   });
 
+  describe('statements of a transaction', () => {
+    it('run in the order sent: a read sees the writes queued before it, and the commit keeps them', async () => {
+      const seen = await client.transaction(async (tx) => {
+        tx.queue('insert into counter (n) values (200)');
+        const { rows } = await tx.query<{ n: number }>('select n from counter where n = 200');
+        tx.queue('insert into counter (n) values (201)');
+        return rows;
+      });
+      expect(seen).toEqual([{ n: 200 }]);
+      expect((await client.query('select n from counter where n in (200, 201) order by n')).rows).toEqual([{ n: 200 }, { n: 201 }]);
+    });
+
+    it('roll back when a queued write fails, and the transaction rejects with that write\'s own error', async () => {
+      const failing = client.transaction(async (tx) => {
+        tx.queue('insert into counter (n) values (300)');
+        tx.queue('insert into counter (n) values (300)'); // duplicate key
+        tx.queue('insert into counter (n) values (301)');
+        return 'done';
+      });
+      await expect(failing).rejects.toMatchObject({ code: '23505' });
+      expect((await client.query('select n from counter where n in (300, 301)')).rows).toEqual([]);
+    });
+  });
+
   describe('when listening on a channel', () => {
     it('delivers notifications until unlistened', async () => {
       const payloads: string[] = [];

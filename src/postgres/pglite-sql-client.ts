@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import { statementText, type SqlClient, type SqlQueryable, type Statement, type TransactionOptions } from './sql-client.port.js';
+import { statementText, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
 
 /**
  * SqlClient over one PGlite instance (the embedded mode). PGlite is a single connection:
@@ -24,10 +24,20 @@ export class PgliteSqlClient implements SqlClient {
     return { rows: result.rows };
   }
 
-  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.db.transaction(async (tx) => {
       if (options.asynchronousCommit === true) await tx.query('set local synchronous_commit = off');
-      return fn({ query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }) });
+      // Queued writes run in order with the rest; the first to fail fails the transaction.
+      const queued: Promise<void>[] = [];
+      let failed: { error: unknown } | undefined;
+      const result = await fn({
+        query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }),
+        queue: (sql: Statement, params?: unknown[]) =>
+          void queued.push(tx.query(statementText(sql), params).then(() => undefined, (error: unknown) => void (failed ??= { error }))),
+      });
+      await Promise.all(queued);
+      if (failed !== undefined) throw failed.error;
+      return result;
     });
   }
 

@@ -42,6 +42,22 @@ export interface SqlQueryable {
   query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }>;
 }
 
+/**
+ * Inside a transaction. Statements go out in the order they are called, and a server-backed
+ * client sends them without waiting for the ones before to answer: statements started together
+ * (several `query` calls before the first is awaited, or a `query` after `queue`) share one
+ * round trip, and so do BEGIN and the first of them.
+ */
+export interface SqlTransaction extends SqlQueryable {
+  /**
+   * Sends a write whose rows nobody reads, without waiting for its answer: it travels with
+   * whatever is sent next, at the latest the COMMIT, so a transaction's last writes and its
+   * commit share one round trip. If it fails, the whole transaction rolls back and
+   * `transaction()` rejects with its error.
+   */
+  queue(sql: Statement, params?: unknown[]): void;
+}
+
 export interface TransactionOptions {
   /**
    * Commit without waiting for the WAL flush (`synchronous_commit = off` for this transaction):
@@ -57,8 +73,11 @@ export interface SqlClient extends SqlQueryable {
    * competes with all other work, so readers should batch rather than read early.
    */
   readonly inProcess?: boolean;
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Runs `fn` in one transaction: committed when it resolves and every statement it sent
+   * succeeded, rolled back when it throws or one of them failed.
+   */
+  transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Calls `onNotify` for every NOTIFY on `channel` until the returned function is awaited.
    * Notifications can be lost (a reconnect); after one, `onNotify('')` is called once so the

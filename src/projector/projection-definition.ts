@@ -1,5 +1,5 @@
 import type { Position } from '../core/event-store.port.js';
-import type { SqlQueryable } from '../postgres/sql-client.port.js';
+import type { SqlQueryable, SqlTransaction } from '../postgres/sql-client.port.js';
 import {
   EXECUTION_EVENT_TYPES,
   type ExecutionEvent,
@@ -34,8 +34,9 @@ export type EventHandlers<Batch> = { readonly [T in ExecutionEventType]: EventHa
  *
  * Each batch of events is one unit of work: `begin` loads what the handlers will read (one query
  * per batch, not per event), the handlers fold events into the batch in memory, and `commit`
- * writes the result as multi-row statements. The runtime runs all three, plus the checkpoint,
- * in one transaction.
+ * queues the result as multi-row statements (`tx.queue`). The runtime runs all three, plus the
+ * checkpoint, in one transaction of two round trips: BEGIN, the checkpoint and `begin`'s reads
+ * travel together, then the queued writes with the COMMIT.
  */
 export interface ProjectionDefinition<Batch = unknown> {
   readonly name: string;
@@ -50,9 +51,11 @@ export interface ProjectionDefinition<Batch = unknown> {
    * once it has caught up with the log (bulk load, then index); a first version gets them at once.
    */
   indexes(suffix: string): string[];
+  /** Starts its reads at once (before any `await`), so that they share the batch's first round trip. */
   begin(tx: SqlQueryable, tables: VersionTables, events: readonly ProjectedEvent[]): Promise<Batch>;
   readonly handlers: EventHandlers<Batch>;
-  commit(tx: SqlQueryable, tables: VersionTables, batch: Batch): Promise<void>;
+  /** Queues the batch's writes with `tx.queue`; they go out with the COMMIT, and any failure rolls the batch back. */
+  commit(tx: SqlTransaction, tables: VersionTables, batch: Batch): void;
 }
 
 /** The schema that holds every version's tables and the views readers use. */
@@ -71,17 +74,27 @@ export function sameHandlerForEveryType<Batch>(handler: (batch: Batch, event: Pr
   return Object.fromEntries(EXECUTION_EVENT_TYPES.map((type) => [type, handler])) as unknown as EventHandlers<Batch>;
 }
 
-/** Runs one batch through a definition: begin, one handler per event in order, commit. */
-export async function applyBatch<Batch>(
-  tx: SqlQueryable,
+/** Folds the batch's events in order, one handler each, then queues the writes (`commit`). */
+export function foldAndCommit<Batch>(
+  tx: SqlTransaction,
   definition: ProjectionDefinition<Batch>,
   tables: VersionTables,
+  batch: Batch,
   events: readonly ProjectedEvent[],
-): Promise<void> {
-  const batch = await definition.begin(tx, tables, events);
+): void {
   for (const event of events) {
     const handler = definition.handlers[event.type] as (batch: Batch, event: ProjectedEvent) => void;
     handler(batch, event);
   }
-  await definition.commit(tx, tables, batch);
+  definition.commit(tx, tables, batch);
+}
+
+/** Runs one batch through a definition: begin, one handler per event in order, commit. */
+export async function applyBatch<Batch>(
+  tx: SqlTransaction,
+  definition: ProjectionDefinition<Batch>,
+  tables: VersionTables,
+  events: readonly ProjectedEvent[],
+): Promise<void> {
+  foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events), events);
 }

@@ -4,7 +4,7 @@ import type { Logger } from '../core/logger.js';
 import { executionStreamId, parseExecutionEvent } from '../executions/domain/execution-event.parser.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
 import { advanceCheckpoint, createIndexes, dropUnusedVersions, holdLiveForSwitch, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
-import { applyBatch, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
+import { foldAndCommit, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
 
 export type RunnerRole = 'live' | 'building';
@@ -136,10 +136,15 @@ export class ProjectionRunner {
     // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
     // batch lost to a server crash is simply applied again from the log.
     await sql.transaction(async (tx) => {
-      const advanced = await advanceCheckpoint(tx, definition.name, version, this.position, next, page.length);
+      // The checkpoint moves first; the batch's reads travel with it (and with BEGIN) in one
+      // round trip. Should it refuse, they were read for nothing and the whole rolls back.
+      const [advanced, batch] = await Promise.all([
+        advanceCheckpoint(tx, definition.name, version, this.position, next, page.length),
+        events.length > 0 ? definition.begin(tx, tables, events) : undefined,
+      ]);
       if (advanced === 'held') throw new HeldError();
       if (advanced === 'fenced') throw new FencedError();
-      if (events.length > 0) await applyBatch(tx, definition, tables, events);
+      if (events.length > 0) foldAndCommit(tx, definition, tables, batch, events);
       if (indexNow) await createIndexes(tx, definition, version);
       if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
       await hooks?.beforeCommit?.(info);

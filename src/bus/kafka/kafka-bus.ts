@@ -38,7 +38,7 @@ export interface KafkaBusOptions {
   maxWaitTimeMs?: number;
   /**
    * Least time between two offset commits of one consumer; finished offsets wait for the next.
-   * A crash then redelivers up to this much more (consumers dedupe). Default 25 ms.
+   * A crash then redelivers up to this much more (consumers dedupe). Default 100 ms.
    */
   commitIntervalMs?: number;
 }
@@ -67,7 +67,7 @@ export class KafkaBus implements Bus {
       rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 3_000,
       maxWaitTimeMs: options.maxWaitTimeMs ?? 1_000,
-      commitIntervalMs: options.commitIntervalMs ?? 25,
+      commitIntervalMs: options.commitIntervalMs ?? 100,
     };
     this.kafka = new KafkaClient({
       clientId: options.clientId ?? 'flostra',

@@ -110,13 +110,16 @@ export class Dispatcher {
     if (!this.throttle.shouldSave(changed, last.position)) return;
     // Promise 1: the log is the outbox. The checkpoint moves only once the broker acked this
     // batch's dispatches and the held-back ones are stored, so no crash can lose one.
+    // What this records is derived from the log after the checkpoint: a crash may lose it
+    // together with the checkpoint, and the batch is dispatched again. The statements go out
+    // together, in this order (an attempt claimed within the batch is added, then removed).
     await this.deps.sql.transaction(async (tx) => {
-      await this.deps.schedule.add(later, tx);
-      await this.deps.unclaimed?.add(due, tx);
-      await this.deps.unclaimed?.remove(left, tx);
-      await this.deps.checkpoints.save(this.options.name, last.position, tx);
-      // What this records is derived from the log after the checkpoint: a crash may lose it
-      // together with the checkpoint, and the batch is dispatched again.
+      await Promise.all([
+        this.deps.schedule.add(later, tx),
+        this.deps.unclaimed?.add(due, tx),
+        this.deps.unclaimed?.remove(left, tx),
+        this.deps.checkpoints.save(this.options.name, last.position, tx),
+      ]);
     }, { asynchronousCommit: true });
   }
 

@@ -105,8 +105,7 @@ export class Watchdog {
     if (!this.throttle.shouldSave(plan.upserts.length + plan.removals.length > 0, last.position)) return;
     // Deadlines and checkpoint are derived from the log: a crash may lose both, never one.
     await this.deps.sql.transaction(async (tx) => {
-      await this.deps.deadlines.apply(plan, tx);
-      await this.deps.checkpoints.save(this.options.name, last.position, tx);
+      await Promise.all([this.deps.deadlines.apply(plan, tx), this.deps.checkpoints.save(this.options.name, last.position, tx)]);
     }, { asynchronousCommit: true });
   }
 

@@ -1,5 +1,5 @@
 import { ensureTables } from '../../postgres/checkpoint-store.js';
-import { reusable, type SqlClient, type SqlQueryable } from '../../postgres/sql-client.port.js';
+import { reusable, type SqlClient, type SqlTransaction } from '../../postgres/sql-client.port.js';
 import type { Deadline, DeadlineKind, DeadlinePlan } from '../application/deadline-plan.js';
 
 /** A deadline as the timer picked it, with how often firing it failed so far. */
@@ -39,25 +39,28 @@ export class DeadlineTable {
     return new DeadlineTable(sql);
   }
 
-  /** Two statements whatever the batch size; `tx` is the transaction that moves the checkpoint. */
-  async apply(plan: DeadlinePlan, tx: SqlQueryable): Promise<void> {
-    if (plan.removals.length > 0) {
-      await tx.query(
-        reusable(`delete from watchdog_deadlines d using jsonb_array_elements($1::jsonb) r
-         where d.execution_id = r->>'executionId' and d.kind = r->>'kind'
-           and (r->>'attemptId' is null or d.attempt_id = r->>'attemptId')`),
-        [JSON.stringify(plan.removals)],
-      );
-    }
-    if (plan.upserts.length > 0) {
-      await tx.query(
-        reusable(`insert into watchdog_deadlines (execution_id, kind, attempt_id, due_ms, failures)
-         select r->>'executionId', r->>'kind', r->>'attemptId', (r->>'dueMs')::bigint, 0 from jsonb_array_elements($1::jsonb) r
-         on conflict (execution_id, kind) do update
-           set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`),
-        [JSON.stringify(plan.upserts)],
-      );
-    }
+  /**
+   * Two statements whatever the batch size, sent together (removals first); `tx` is the
+   * transaction that moves the checkpoint.
+   */
+  async apply(plan: DeadlinePlan, tx: SqlTransaction): Promise<void> {
+    await Promise.all([
+      plan.removals.length > 0 &&
+        tx.query(
+          reusable(`delete from watchdog_deadlines d using jsonb_array_elements($1::jsonb) r
+           where d.execution_id = r->>'executionId' and d.kind = r->>'kind'
+             and (r->>'attemptId' is null or d.attempt_id = r->>'attemptId')`),
+          [JSON.stringify(plan.removals)],
+        ),
+      plan.upserts.length > 0 &&
+        tx.query(
+          reusable(`insert into watchdog_deadlines (execution_id, kind, attempt_id, due_ms, failures)
+           select r->>'executionId', r->>'kind', r->>'attemptId', (r->>'dueMs')::bigint, 0 from jsonb_array_elements($1::jsonb) r
+           on conflict (execution_id, kind) do update
+             set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`),
+          [JSON.stringify(plan.upserts)],
+        ),
+    ]);
   }
 
   async due(nowMs: number, limit: number): Promise<DueDeadline[]> {
