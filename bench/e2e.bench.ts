@@ -198,7 +198,12 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
       res.on('error', reject);
     });
-    req.on('error', reject);
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      // A kept-alive connection the server closed as idle just as this request went out on
+      // it: the server never read the request, so sending it again on a fresh one is safe.
+      if (req.reusedSocket && error.code === 'ECONNRESET') post(url, headers, body).then(resolve, reject);
+      else reject(error);
+    });
     req.end(body);
   });
 }

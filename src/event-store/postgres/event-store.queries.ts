@@ -16,6 +16,11 @@ const EVENT_COLUMNS = `e.event_id::text as event_id, e.type, e.stream_id, e.stre
 
 export const APPEND_SQL = reusable('select * from event_store.append($1, $2, $3, $4::jsonb)');
 
+/** Rows of `append_many`: one per append, `ord` its 1-based place in the batch. */
+export const APPEND_MANY_SQL = reusable(
+  'select ord, conflict, actual_revision, next_revision, position_xid, position_seq from event_store.append_many($1::jsonb)',
+);
+
 export const READ_STREAM_SQL = reusable(`select ${EVENT_COLUMNS} from event_store.events e
   where e.stream_id = $1 and e.stream_revision >= $2
   order by e.stream_revision

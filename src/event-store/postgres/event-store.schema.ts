@@ -92,6 +92,31 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: string[] }> = [
       $fn$`,
     ],
   },
+  {
+    version: 2,
+    statements: [
+      // Several appends in one statement and one commit (one WAL flush), each to its own stream
+      // and each with its own expected revision: a conflict of one leaves the others appended.
+      // Streams are taken in one order (by id, then call order) in every batch, so two batches
+      // never wait for each other's stream locks in a cycle.
+      `create or replace function event_store.append_many(p_appends jsonb)
+      returns table (ord integer, conflict boolean, actual_revision bigint, next_revision bigint, position_xid text, position_seq bigint)
+      language plpgsql as $fn$
+      declare
+        v_append record;
+      begin
+        for v_append in
+          select a.ordinality::integer as n, a.value as item
+          from jsonb_array_elements(p_appends) with ordinality as a(value, ordinality)
+          order by a.value->>'stream', a.ordinality
+        loop
+          return query select v_append.n, r.conflict, r.actual_revision, r.next_revision, r.position_xid, r.position_seq
+            from event_store.append(v_append.item->>'stream', v_append.item->>'kind', (v_append.item->>'revision')::bigint, v_append.item->'events') r;
+        end loop;
+      end
+      $fn$`,
+    ],
+  },
 ];
 
 export const EVENT_STORE_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -11,9 +11,9 @@ import type {
   RecordedEvent,
   SubscribeOptions,
 } from '../../core/event-store.port.js';
-import { sqlErrorInfo, type SqlClient } from '../../postgres/sql-client.port.js';
+import type { SqlClient } from '../../postgres/sql-client.port.js';
+import { AppendBatcher, isDuplicateEventId } from './append-batcher.js';
 import {
-  APPEND_SQL,
   PROBE_SQL,
   READ_PAGE_SQL,
   READ_STREAM_SQL,
@@ -52,11 +52,19 @@ export interface PostgresEventStoreOptions {
   coalesceMs?: number;
   /** Events of the shared in-memory tail that serves subscriptions at the head. Default 4096. */
   tailCapacity?: number;
+  /**
+   * Append batches sent at once. Appends that arrive while that many are out go together in
+   * the next batch: one statement and one commit for all of them. Default 1.
+   */
+  appendBatchesInFlight?: number;
   /** Close the SqlClient with the store, when the store is its only user. Default false. */
   closeClient?: boolean;
   /** A wake-up NOTIFY failed: subscribers in other processes wait for their poll. */
   onNotifyError?: (error: unknown) => void;
 }
+
+/** Appends one batch carries at most. */
+const APPEND_BATCH_LIMIT = 64;
 
 /** Events one refresh of the shared tail reads at most. */
 const TAIL_PAGE_SIZE = 1_000;
@@ -65,7 +73,8 @@ const START = encodePosition(LOG_START);
 
 /**
  * EventStore over Postgres (node-postgres or PGlite, same SQL). Appends are one autocommit
- * call of `event_store.append`; global reads are gated by the snapshot's xmin so that a
+ * call of `event_store.append`, or under load several in one of `event_store.append_many`
+ * (see append-batcher.ts); global reads are gated by the snapshot's xmin so that a
  * transaction committing late can never be skipped (see event-store.schema.ts). Subscriptions
  * at the head share one in-memory tail of the log, refreshed by one query per wake-up.
  */
@@ -78,12 +87,14 @@ export class PostgresEventStore implements EventStore {
   private readonly notifier: WakeNotifier;
   private readonly defaultBatchSize: number;
   private readonly stopHearingWrites: () => void;
+  private readonly appends: AppendBatcher;
 
   constructor(
     private readonly client: SqlClient,
     private readonly options: PostgresEventStoreOptions = {},
   ) {
     this.defaultBatchSize = options.defaultBatchSize ?? 500;
+    this.appends = new AppendBatcher(client, { maxInFlight: options.appendBatchesInFlight ?? 1, maxBatch: APPEND_BATCH_LIMIT });
     const tailCapacity = validateInteger('tailCapacity', options.tailCapacity ?? 4_096, 1);
     this.tail = new LogTail(tailCapacity);
     this.tailPageSize = Math.min(TAIL_PAGE_SIZE, tailCapacity);
@@ -126,10 +137,9 @@ export class PostgresEventStore implements EventStore {
     const payload = JSON.stringify(events.map(({ id, type, data, metadata }) => ({ id, type, data, metadata })));
     let row: AppendRow;
     try {
-      [row] = (await this.client.query<AppendRow>(APPEND_SQL, [streamId, kind, revision, payload])).rows as [AppendRow];
+      row = await this.appends.append({ streamId, kind, revision, events: payload });
     } catch (error) {
-      const { code, constraint } = sqlErrorInfo(error);
-      if (code === '23505' && constraint === 'events_event_id_key') {
+      if (isDuplicateEventId(error)) {
         // The fact exists already (a retried deterministic id): a conflict, like a lost race.
         throw new WrongExpectedRevisionError(streamId, String(options.expectedRevision), await this.currentRevision(streamId));
       }
