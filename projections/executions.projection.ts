@@ -1,7 +1,7 @@
 import type { Position } from '../src/core/event-store.port.js';
 import { reusable, type SqlTransaction } from '../src/postgres/sql-client.port.js';
 import { evolve, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
-import { sameHandlerForEveryType, type ProjectionDefinition, type VersionTables } from '../src/projector/projection-definition.js';
+import { recallEarlierExecutions, sameHandlerForEveryType, type ProjectionDefinition, type VersionTables } from '../src/projector/projection-definition.js';
 
 /** One execution as the read model keeps it: the write side's own fold, and where it stands in the log. */
 export interface ExecutionDocument {
@@ -31,7 +31,7 @@ interface DocumentRow {
  * document folded with the domain's `evolve` — the fold the write side runs — so the view
  * equals the stream's fold by construction; indexed columns serve the list's filters and order.
  */
-export const executionsProjection: ProjectionDefinition<ExecutionsBatch> = {
+export const executionsProjection: ProjectionDefinition<ExecutionsBatch, ExecutionDocument> = {
   name: 'executions',
   version: 1,
   relations: ['executions'],
@@ -61,20 +61,18 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch> = {
     `create index executions${suffix}_workflow_idx on read_models.executions${suffix} (workspace_id, workflow_name, created_position)`,
   ],
 
-  async begin(tx, tables, events) {
-    // An execution started in this batch has no row yet (its start is its stream's first event).
-    const startedHere = new Set(events.filter((e) => e.type === 'ExecutionStarted').map((e) => e.executionId));
-    const ids = [...new Set(events.map((e) => e.executionId))].filter((id) => !startedHere.has(id));
-    const { rows } =
-      ids.length === 0
-        ? { rows: [] as DocumentRow[] }
-        : await tx.query<DocumentRow>(
-            reusable(`select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`),
-            [ids],
-          );
-    const documents = new Map<string, ExecutionDocument>(
-      rows.map((row) => [row.execution_id, { state: row.state, position: row.position, revision: row.revision, createdPosition: row.created_position }]),
-    );
+  async begin(tx, tables, events, memo) {
+    // The documents of executions started before the batch: remembered from earlier batches, or read.
+    const { remembered: documents, unknown } = recallEarlierExecutions(events, memo);
+    if (unknown.length > 0) {
+      const { rows } = await tx.query<DocumentRow>(
+        reusable(`select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`),
+        [unknown],
+      );
+      for (const row of rows) {
+        documents.set(row.execution_id, { state: row.state, position: row.position, revision: row.revision, createdPosition: row.created_position });
+      }
+    }
     return { documents, changed: new Set() };
   },
 
@@ -88,10 +86,12 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch> = {
     batch.changed.add(event.executionId);
   }),
 
-  commit(tx, tables, batch) {
+  commit(tx, tables, batch, memo) {
     if (batch.changed.size === 0) return;
     const rows = [...batch.changed].map((id) => toRow(id, batch.documents.get(id)!));
     upsert(tx, tables, rows);
+    // Documents are immutable values (evolve returns new states): safe to hand to the next batch.
+    for (const id of batch.changed) memo.set(id, batch.documents.get(id)!);
   },
 };
 

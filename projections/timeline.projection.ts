@@ -1,5 +1,5 @@
 import { reusable } from '../src/postgres/sql-client.port.js';
-import { sameHandlerForEveryType, type ProjectedEvent, type ProjectionDefinition } from '../src/projector/projection-definition.js';
+import { recallEarlierExecutions, sameHandlerForEveryType, type ProjectedEvent, type ProjectionDefinition } from '../src/projector/projection-definition.js';
 
 interface TimelineRow {
   position: string;
@@ -32,7 +32,7 @@ export class OrphanEventError extends Error {
  * unchanged (promise 8 relies on it). `timeline_owners` maps each execution to its workspace:
  * only ExecutionStarted carries it, and it authorizes reads of everything else.
  */
-export const timelineProjection: ProjectionDefinition<TimelineBatch> = {
+export const timelineProjection: ProjectionDefinition<TimelineBatch, string> = {
   name: 'timeline',
   version: 1,
   relations: ['timeline', 'timeline_owners'],
@@ -60,16 +60,18 @@ export const timelineProjection: ProjectionDefinition<TimelineBatch> = {
     `create index timeline${suffix}_workspace_idx on read_models.timeline${suffix} (workspace_id, position)`,
   ],
 
-  async begin(tx, tables, events) {
-    const startedHere = new Set(events.filter((e) => e.type === 'ExecutionStarted').map((e) => e.executionId));
-    const unknown = [...new Set(events.map((e) => e.executionId))].filter((id) => !startedHere.has(id));
-    const owners = new Map<string, string>();
+  async begin(tx, tables, events, memo) {
+    // An execution's workspace never changes: once known, it is remembered.
+    const { remembered: owners, unknown } = recallEarlierExecutions(events, memo);
     if (unknown.length > 0) {
       const { rows } = await tx.query<{ execution_id: string; workspace_id: string }>(
         reusable(`select execution_id, workspace_id from ${tables.timeline_owners} where execution_id = any($1::text[])`),
         [unknown],
       );
-      for (const row of rows) owners.set(row.execution_id, row.workspace_id);
+      for (const row of rows) {
+        owners.set(row.execution_id, row.workspace_id);
+        memo.set(row.execution_id, row.workspace_id);
+      }
     }
     return { owners, newOwners: new Map(), rows: [] };
   },
@@ -93,7 +95,8 @@ export const timelineProjection: ProjectionDefinition<TimelineBatch> = {
     });
   }),
 
-  commit(tx, tables, batch) {
+  commit(tx, tables, batch, memo) {
+    for (const [executionId, workspaceId] of batch.newOwners) memo.set(executionId, workspaceId);
     if (batch.newOwners.size > 0) {
       const owners = [...batch.newOwners].map(([execution_id, workspace_id]) => ({ execution_id, workspace_id }));
       tx.queue(

@@ -1,5 +1,5 @@
 import type { Position } from '../core/event-store.port.js';
-import { reusable, type SqlClient, type SqlQueryable } from '../postgres/sql-client.port.js';
+import { reusable, sqlErrorInfo, type SqlClient, type SqlQueryable, type SqlTransaction } from '../postgres/sql-client.port.js';
 import { versionSuffix, versionTables, type ProjectionDefinition } from './projection-definition.js';
 import { createVersion, pointViewsAt } from './projector.schema.js';
 
@@ -90,34 +90,28 @@ export async function createIndexes(tx: SqlQueryable, definition: ProjectionDefi
   await tx.query('update projector.versions set indexed = true where name = $1 and version = $2', [definition.name, version]);
 }
 
-const ADVANCE_CHECKPOINT_SQL = reusable(`with hold as (
-       select exists (select 1 from projector.projections
-                      where name = $1 and live_version = $2 and switch_hold_until > now()) as held
-     ), moved as (
-       update projector.checkpoints set position = $4, events_seen = events_seen + $5, updated_at = now()
-       where name = $1 and version = $2 and position is not distinct from $3::text and not (select held from hold)
-       returning 1
-     )
-     select (select held from hold) as held, exists (select 1 from moved) as moved`);
+const MOVE_CHECKPOINT_SQL = reusable('select projector.move_checkpoint($1, $2, $3, $4, $5)');
+
+/** SQLSTATEs `projector.move_checkpoint` raises (see projector.schema.ts). */
+const CHECKPOINT_HELD = 'FLH01';
+const CHECKPOINT_FENCED = 'FLF01';
 
 /**
- * Moves a version's checkpoint from `expected` to `next`, first thing in a batch's transaction.
- * The row lock serializes writers of one version, and the compare makes a second writer (a
- * stale runner, a retired live version whose row is gone) fail instead of applying twice.
- * A live version does not move while a caught-up rebuild holds it for its switch: `held`.
+ * Moves a version's checkpoint from `expected` to `next`, first thing in a batch's transaction,
+ * without waiting for the answer. The row lock serializes writers of one version, and the
+ * compare makes a second writer (a stale runner, a retired live version whose row is gone) fail
+ * instead of applying twice. A live version does not move while a caught-up rebuild holds it
+ * for its switch. A refusal raises: every statement after it fails with the transaction, which
+ * rejects with the refusal (see `checkpointRefusal`).
  */
-export async function advanceCheckpoint(
-  tx: SqlQueryable,
-  name: string,
-  version: number,
-  expected: Position | null,
-  next: Position,
-  events: number,
-): Promise<'advanced' | 'fenced' | 'held'> {
-  const { rows } = await tx.query<{ held: boolean }>(ADVANCE_CHECKPOINT_SQL, [name, version, expected, next, events]);
-  const row = rows[0] as { held: boolean; moved: boolean } | undefined;
-  if (row?.moved === true) return 'advanced';
-  return row?.held === true ? 'held' : 'fenced';
+export function moveCheckpoint(tx: SqlTransaction, name: string, version: number, expected: Position | null, next: Position, events: number): void {
+  tx.queue(MOVE_CHECKPOINT_SQL, [name, version, expected, next, events]);
+}
+
+/** Why a transaction's `moveCheckpoint` refused: 'held' (retry soon), 'fenced' (stop), or null for another failure. */
+export function checkpointRefusal(error: unknown): 'held' | 'fenced' | null {
+  const { code } = sqlErrorInfo(error);
+  return code === CHECKPOINT_HELD ? 'held' : code === CHECKPOINT_FENCED ? 'fenced' : null;
 }
 
 /**

@@ -38,7 +38,52 @@ export type EventHandlers<Batch> = { readonly [T in ExecutionEventType]: EventHa
  * checkpoint, in one transaction of two round trips: BEGIN, the checkpoint and `begin`'s reads
  * travel together, then the queued writes with the COMMIT.
  */
-export interface ProjectionDefinition<Batch = unknown> {
+/**
+ * What a runner remembers between its batches, for `begin` to take instead of reading the
+ * database: the state as of its last committed batch (what its batches read or wrote). The
+ * runner is its version's only writer; the runtime forgets everything when a batch fails (its
+ * writes were rolled back), and a new runner starts with nothing. Bounded: past `capacity`
+ * entries the oldest are forgotten, and read again when needed.
+ */
+export class BatchMemo<T> {
+  private readonly entries = new Map<string, T>();
+
+  constructor(private readonly capacity = 1_000) {}
+
+  get(key: string): T | undefined {
+    return this.entries.get(key);
+  }
+
+  set(key: string, value: T): void {
+    this.entries.delete(key);
+    this.entries.set(key, value);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+/**
+ * The executions a batch touches that started before it (a start is its stream's first event,
+ * so those started in the batch have nothing stored yet): what `memo` remembers of them, and
+ * the ids it does not, for `begin` to read.
+ */
+export function recallEarlierExecutions<T>(events: readonly ProjectedEvent[], memo: BatchMemo<T>): { remembered: Map<string, T>; unknown: string[] } {
+  const startedHere = new Set(events.filter((e) => e.type === 'ExecutionStarted').map((e) => e.executionId));
+  const remembered = new Map<string, T>();
+  const unknown: string[] = [];
+  for (const id of new Set(events.map((e) => e.executionId))) {
+    if (startedHere.has(id)) continue;
+    const value = memo.get(id);
+    if (value === undefined) unknown.push(id);
+    else remembered.set(id, value);
+  }
+  return { remembered, unknown };
+}
+
+export interface ProjectionDefinition<Batch = unknown, Remembered = unknown> {
   readonly name: string;
   /** Bump when the tables or the handlers change: the projector then rebuilds beside the live version. */
   readonly version: number;
@@ -51,11 +96,18 @@ export interface ProjectionDefinition<Batch = unknown> {
    * once it has caught up with the log (bulk load, then index); a first version gets them at once.
    */
   indexes(suffix: string): string[];
-  /** Starts its reads at once (before any `await`), so that they share the batch's first round trip. */
-  begin(tx: SqlQueryable, tables: VersionTables, events: readonly ProjectedEvent[]): Promise<Batch>;
+  /**
+   * Loads what the handlers will read: from `memo` where it has it, else with reads started at
+   * once (before any `await`), so that they share the batch's first round trip. A batch that
+   * needs no read sends everything, from BEGIN to COMMIT, in one.
+   */
+  begin(tx: SqlQueryable, tables: VersionTables, events: readonly ProjectedEvent[], memo: BatchMemo<Remembered>): Promise<Batch>;
   readonly handlers: EventHandlers<Batch>;
-  /** Queues the batch's writes with `tx.queue`; they go out with the COMMIT, and any failure rolls the batch back. */
-  commit(tx: SqlTransaction, tables: VersionTables, batch: Batch): void;
+  /**
+   * Queues the batch's writes with `tx.queue` (they go out with the COMMIT; any failure rolls
+   * the batch back) and remembers in `memo` what the next batches may need of them.
+   */
+  commit(tx: SqlTransaction, tables: VersionTables, batch: Batch, memo: BatchMemo<Remembered>): void;
 }
 
 /** The schema that holds every version's tables and the views readers use. */
@@ -75,26 +127,28 @@ export function sameHandlerForEveryType<Batch>(handler: (batch: Batch, event: Pr
 }
 
 /** Folds the batch's events in order, one handler each, then queues the writes (`commit`). */
-export function foldAndCommit<Batch>(
+export function foldAndCommit<Batch, Remembered>(
   tx: SqlTransaction,
-  definition: ProjectionDefinition<Batch>,
+  definition: ProjectionDefinition<Batch, Remembered>,
   tables: VersionTables,
   batch: Batch,
   events: readonly ProjectedEvent[],
+  memo: BatchMemo<Remembered>,
 ): void {
   for (const event of events) {
     const handler = definition.handlers[event.type] as (batch: Batch, event: ProjectedEvent) => void;
     handler(batch, event);
   }
-  definition.commit(tx, tables, batch);
+  definition.commit(tx, tables, batch, memo);
 }
 
 /** Runs one batch through a definition: begin, one handler per event in order, commit. */
-export async function applyBatch<Batch>(
+export async function applyBatch<Batch, Remembered>(
   tx: SqlTransaction,
-  definition: ProjectionDefinition<Batch>,
+  definition: ProjectionDefinition<Batch, Remembered>,
   tables: VersionTables,
   events: readonly ProjectedEvent[],
+  memo: BatchMemo<Remembered>,
 ): Promise<void> {
-  foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events), events);
+  foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, memo), events, memo);
 }

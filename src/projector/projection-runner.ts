@@ -3,8 +3,8 @@ import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
 import { executionStreamId, parseExecutionEvent } from '../executions/domain/execution-event.parser.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
-import { advanceCheckpoint, createIndexes, dropUnusedVersions, holdLiveForSwitch, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
-import { foldAndCommit, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
+import { checkpointRefusal, createIndexes, moveCheckpoint, dropUnusedVersions, holdLiveForSwitch, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
+import { BatchMemo, foldAndCommit, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
 
 export type RunnerRole = 'live' | 'building';
@@ -72,6 +72,8 @@ export class ProjectionRunner {
   position: Position | null = null;
   /** A rebuild loads without indexes until it has caught up; it may only switch with them. */
   private indexed = true;
+  /** What the definition keeps between this runner's batches (see BatchMemo). */
+  private readonly memo = new BatchMemo<unknown>();
 
   constructor(private readonly options: RunnerOptions) {
     this.role = options.role;
@@ -135,20 +137,25 @@ export class ProjectionRunner {
       this.role === 'building' && !this.indexed && (page.length < batchSize || next === (await this.options.store.headPosition()));
     // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
     // batch lost to a server crash is simply applied again from the log.
-    await sql.transaction(async (tx) => {
-      // The checkpoint moves first; the batch's reads travel with it (and with BEGIN) in one
-      // round trip. Should it refuse, they were read for nothing and the whole rolls back.
-      const [advanced, batch] = await Promise.all([
-        advanceCheckpoint(tx, definition.name, version, this.position, next, page.length),
-        events.length > 0 ? definition.begin(tx, tables, events) : undefined,
-      ]);
-      if (advanced === 'held') throw new HeldError();
-      if (advanced === 'fenced') throw new FencedError();
-      if (events.length > 0) foldAndCommit(tx, definition, tables, batch, events);
-      if (indexNow) await createIndexes(tx, definition, version);
-      if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
-      await hooks?.beforeCommit?.(info);
-    }, { asynchronousCommit: true });
+    try {
+      await sql.transaction(async (tx) => {
+        // The checkpoint moves first, refusing by raising, so nothing waits for its answer. The
+        // batch's reads (what the memo lacks) travel with it and BEGIN; its writes go with the
+        // COMMIT. A batch that needs no read is one round trip from BEGIN to COMMIT.
+        moveCheckpoint(tx, definition.name, version, this.position, next, page.length);
+        if (events.length > 0) foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, this.memo), events, this.memo);
+        if (indexNow) await createIndexes(tx, definition, version);
+        if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
+        await hooks?.beforeCommit?.(info);
+      }, { asynchronousCommit: true });
+    } catch (error) {
+      // What the batch remembered was rolled back with it.
+      this.memo.clear();
+      const refusal = checkpointRefusal(error);
+      if (refusal === 'held') throw new HeldError();
+      if (refusal === 'fenced') throw new FencedError();
+      throw error;
+    }
     this.position = next;
     if (indexNow) this.indexed = true;
     // Caught up with the log but not with the live version, which keeps moving under load: ask
@@ -180,10 +187,18 @@ function prepare(page: RecordedEvent[]): PreparedPage {
   return { page, events: page.filter((e) => e.streamId.startsWith(EXECUTION_PREFIX)).map(toProjectedEvent) };
 }
 
-/** Validates an execution event read back from the log (zod at the edge) and adds its place in the log. */
+/** Projected events by recorded event: the runners of every projection share the tail's objects. */
+const projected = new WeakMap<RecordedEvent, ProjectedEvent>();
+
+/**
+ * Validates an execution event read back from the log (zod at the edge) and adds its place in
+ * the log; once per recorded event, whichever runner asks first (handlers never modify events).
+ */
 export function toProjectedEvent(recorded: RecordedEvent): ProjectedEvent {
+  const known = projected.get(recorded);
+  if (known !== undefined) return known;
   const event = parseExecutionEvent(recorded);
-  return {
+  const result = {
     ...event,
     position: recorded.position,
     eventId: recorded.id,
@@ -192,6 +207,8 @@ export function toProjectedEvent(recorded: RecordedEvent): ProjectedEvent {
     recordedAt: recorded.recordedAt,
     metadata: recorded.metadata,
   } as ProjectedEvent;
+  projected.set(recorded, result);
+  return result;
 }
 
 /**

@@ -38,6 +38,24 @@ const CATALOG = [
     updated_at timestamptz not null default now(),
     primary key (name, version)
   )`,
+  // A batch's first statement: moves a version's checkpoint or raises, so that everything sent
+  // after it in the transaction fails with it and nothing waits for its answer (see
+  // moveCheckpoint). FLH01: held for a rebuild's switch; FLF01: not this writer's checkpoint.
+  `create or replace function projector.move_checkpoint(p_name text, p_version integer, p_expected text, p_next text, p_events bigint)
+  returns void language plpgsql as $fn$
+  begin
+    if exists (select 1 from projector.projections
+               where name = p_name and live_version = p_version and switch_hold_until > now()) then
+      raise exception 'projection % version % is held for a switch', p_name, p_version using errcode = 'FLH01';
+    end if;
+    update projector.checkpoints set position = p_next, events_seen = events_seen + p_events, updated_at = now()
+      where name = p_name and version = p_version and position is not distinct from p_expected;
+    if not found then
+      raise exception 'projection % version % is not at checkpoint %', p_name, p_version, coalesce(p_expected, 'start')
+        using errcode = 'FLF01';
+    end if;
+  end
+  $fn$`,
 ];
 
 /** A version's tables, its catalog rows and an empty checkpoint; inside the caller's transaction. */

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { advanceCheckpoint, holdLiveForSwitch, readCheckpoint } from '../../src/projector/projection-catalog.js';
+import { checkpointRefusal, holdLiveForSwitch, moveCheckpoint, readCheckpoint } from '../../src/projector/projection-catalog.js';
 import { HARNESS_KINDS, openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
+import { writeRandomHistories } from './support/random-history.js';
 
 const position = (n: number) => `${String(n).padStart(20, '0')}-${'0'.padStart(19, '0')}`;
 
@@ -16,7 +17,12 @@ describe.each(HARNESS_KINDS)('the switch hold on %s', (kind) => {
     harness = undefined;
   });
 
-  const advance = (h: ProjectionHarness, from: string | null, to: string) => h.sql.transaction((tx) => advanceCheckpoint(tx, 'timeline', 1, from, to, 1));
+  /** 'advanced', or why the checkpoint refused to move (the transaction then rolled back). */
+  const advance = (h: ProjectionHarness, from: string | null, to: string) =>
+    h.sql.transaction(async (tx) => moveCheckpoint(tx, 'timeline', 1, from, to, 1)).then(
+      () => 'advanced',
+      (error: unknown) => checkpointRefusal(error) ?? Promise.reject(error),
+    );
 
   it('keeps the live checkpoint still while held, and lets it move once the hold has expired', async () => {
     const h = (harness = await openProjectionHarness(kind));
@@ -40,6 +46,26 @@ describe.each(HARNESS_KINDS)('the switch hold on %s', (kind) => {
 
     await holdLiveForSwitch(h.sql, 'timeline', version + 1, 60_000);
     expect(await advance(h, position(1), position(2))).toBe('advanced');
+  });
+
+  it('applies a live batch refused while held exactly once when it goes through, whatever the refused attempt remembered', async () => {
+    const h = (harness = await openProjectionHarness(kind));
+    let batches = 0;
+    let refused = 0;
+    h.projector({
+      hooks: {
+        beforeCommit(info) {
+          // Every other batch of the live read models is refused after its fold, as a hold refuses it.
+          if (info.role !== 'live' || ++batches % 2 !== 0) return;
+          refused += 1;
+          throw Object.assign(new Error('held for a switch (simulated)'), { code: 'FLH01' });
+        },
+      },
+    });
+    await writeRandomHistories(h.store, { seed: 17, steps: 240, concurrency: 4 });
+    await h.caughtUp();
+    expect(refused).toBeGreaterThan(0);
+    await h.expectModelsEqualTheLog();
   });
 
   it('still fences a writer whose expected checkpoint is not the stored one', async () => {

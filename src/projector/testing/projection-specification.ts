@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ExecutionEvent } from '../../executions/domain/execution.events.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
-import { applyBatch, READ_MODELS_SCHEMA, versionSuffix, versionTables, type ProjectedEvent, type ProjectionDefinition } from '../projection-definition.js';
+import { applyBatch, BatchMemo, READ_MODELS_SCHEMA, versionSuffix, versionTables, type ProjectedEvent, type ProjectionDefinition } from '../projection-definition.js';
 
 /** A domain event and, optionally, the execution it belongs to (else DEFAULT_EXECUTION). */
 export type GivenEvent = ExecutionEvent | { executionId: string; event: ExecutionEvent };
@@ -66,8 +66,10 @@ async function project(sql: SqlClient, definition: ProjectionDefinition<any>, ve
   const tables = Object.fromEntries(
     Object.entries(versionTables(definition, version)).map(([relation]) => [relation, `${READ_MODELS_SCHEMA}.${relation}_spec${versionSuffix(version)}`]),
   );
+  // Remembered across the batches, as a runner does: later batches take what earlier ones wrote.
+  const memo = new BatchMemo<unknown>();
   for (let start = 0; start < events.length; start += batchSize) {
-    await sql.transaction((tx) => applyBatch(tx, definition, tables, events.slice(start, start + batchSize)));
+    await sql.transaction((tx) => applyBatch(tx, definition, tables, events.slice(start, start + batchSize), memo));
   }
   const result: ReadModelRows = {};
   for (const [relation, table] of Object.entries(tables)) {
