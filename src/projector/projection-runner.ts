@@ -3,7 +3,7 @@ import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
 import { executionStreamId, parseExecutionEvent } from '../executions/domain/execution-event.parser.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
-import { checkpointRefusal, createIndexes, moveCheckpoint, dropUnusedVersions, holdLiveForSwitch, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
+import { checkpointRefusal, createIndexes, dropUnusedVersions, holdLiveForSwitch, moveCheckpoint, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
 import { BatchMemo, foldAndCommit, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
 

@@ -67,6 +67,28 @@ describe('ControlPlaneClient', () => {
     }
   });
 
+  it('sends a request again on a fresh connection when the kept-alive one it went out on was closed', async () => {
+    // The server takes one request per connection and drops the next one unanswered, as a server
+    // closing an idle connection does when a request crosses the close.
+    const served = new WeakSet<object>();
+    answers.set('/a-8/heartbeat', (res) => {
+      if (served.has(res.socket!)) return void res.socket!.destroy();
+      served.add(res.socket!);
+      json(200, { leaseExpiresAt: '2031-01-01T00:00:30.000Z', cancelRequested: false })(res);
+    });
+    const client = new ControlPlaneClient(baseUrl, 'secret');
+    try {
+      const before = received.length;
+      for (let i = 0; i < 3; i += 1) {
+        await expect(client.heartbeat('e-1', 'a-8', 'w-1', 1)).resolves.toEqual({ leaseExpiresAt: '2031-01-01T00:00:30.000Z', cancelRequested: false });
+      }
+      // Three heartbeats answered; each after the first was sent twice (once on the dropped connection).
+      expect(received.length - before).toBe(5);
+    } finally {
+      client.close();
+    }
+  });
+
   it('gives up on a control plane that does not answer within the timeout', async () => {
     answers.set('/a-4/heartbeat', () => undefined); // never answers
     const client = new ControlPlaneClient(baseUrl, 'secret', 50);

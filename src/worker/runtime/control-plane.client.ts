@@ -107,9 +107,12 @@ export class ControlPlaneClient {
         },
       });
       const timer = setTimeout(() => request.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-      request.on('error', (error) => {
+      request.on('error', (error: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(error);
+        // A kept-alive connection the server closed as idle just as this request went out on it:
+        // sent again at once on another, as the caller's retry would do after its backoff.
+        if (request.reusedSocket && error.code === 'ECONNRESET') this.send(path, body).then(resolve, reject);
+        else reject(error);
       });
       request.on('response', (response) => {
         const chunks: Buffer[] = [];
