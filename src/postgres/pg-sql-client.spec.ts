@@ -66,13 +66,17 @@ describe('node-postgres SQL client', () => {
         await sender.notify('spec_audience', 'unheard');
 
         const listener = new PgSqlClient({ connectionString: named });
-        const got: string[] = [];
-        await listener.listen('spec_audience', (payload) => got.push(payload));
-        await sleep(1_100); // what the sender learnt of its audience expires after a second
-        await sender.notify('spec_audience', 'heard');
-        await until(() => got.includes('heard'));
-        expect(heard).toEqual(['heard']);
-        await listener.close();
+        try {
+          const got: string[] = [];
+          await listener.listen('spec_audience', (payload) => got.push(payload));
+          await sleep(1_100); // what the sender learnt of its audience expires after a second
+          await sender.notify('spec_audience', 'heard');
+          // Each connection gets the notification in its own time: wait for both.
+          await until(() => got.includes('heard') && heard.includes('heard'));
+          expect(heard).toEqual(['heard']);
+        } finally {
+          await listener.close();
+        }
       } finally {
         await observer.end();
         await sender.close();
