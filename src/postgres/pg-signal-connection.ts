@@ -12,6 +12,9 @@ const AUDIENCE = reusable(
   `select exists (select 1 from pg_stat_activity
      where application_name = '${SIGNAL_APPLICATION_NAME}' and datname = current_database() and pid <> pg_backend_pid()) as audience`,
 );
+/** Distinct payloads owed per channel while alone (the events channel has one per store). */
+const MAX_OWED_PER_CHANNEL = 16;
+
 /** How long a sender trusts what it learnt about its audience. */
 const AUDIENCE_TTL_MS = 1_000;
 
@@ -33,6 +36,9 @@ export class PgSignalConnection {
   private reconnectTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private audience: { present: boolean; askedAt: number } | null = null;
+  /** Wake-ups withheld while nobody else listened, by channel: sent when the audience is asked again, if someone joined. */
+  private readonly owed = new Map<string, Set<string>>();
+  private owedTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -61,21 +67,55 @@ export class PgSignalConnection {
     };
   }
 
-  /** Sends a NOTIFY if another process may hear it; otherwise sends nothing. */
+  /**
+   * Sends a NOTIFY if another process may hear it. While nobody else listens, it is owed instead:
+   * a process that starts listening before the audience is asked again (at most a second later)
+   * is sent it then, so no wake-up is lost to the time the audience was last asked.
+   */
   async notify(channel: string, payload: string): Promise<void> {
     const client = await this.connection();
+    if (await this.audiencePresent(client)) {
+      await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+      return;
+    }
+    const payloads = this.owed.get(channel) ?? new Set<string>();
+    this.owed.set(channel, payloads);
+    if (payloads.size < MAX_OWED_PER_CHANNEL) payloads.add(payload);
+    this.owedTimer ??= setTimeout(() => {
+      this.owedTimer = null;
+      void this.sendOwed();
+    }, AUDIENCE_TTL_MS);
+  }
+
+  private async audiencePresent(client: pg.Client): Promise<boolean> {
     const now = performance.now();
     if (this.audience === null || now - this.audience.askedAt >= AUDIENCE_TTL_MS) {
       const { rows } = await client.query<{ audience: boolean }>({ name: AUDIENCE.name, text: AUDIENCE.text });
       this.audience = { present: rows[0]?.audience === true, askedAt: now };
     }
-    if (!this.audience.present) return;
-    await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+    return this.audience.present;
+  }
+
+  /** Sends what was owed if someone listens now; still alone, there is nobody to wake. */
+  private async sendOwed(): Promise<void> {
+    const owed = [...this.owed];
+    this.owed.clear();
+    if (this.closed) return;
+    try {
+      const client = await this.connection();
+      if (!(await this.audiencePresent(client))) return;
+      for (const [channel, payloads] of owed) {
+        for (const payload of payloads) await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+      }
+    } catch (error) {
+      this.onError(error);
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    if (this.owedTimer !== null) clearTimeout(this.owedTimer);
     await this.connecting?.catch(() => undefined);
     const client = this.client;
     this.client = null;

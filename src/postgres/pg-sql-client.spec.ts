@@ -64,6 +64,8 @@ describe('node-postgres SQL client', () => {
         // A plain connection listening is not a Flostra process: nobody to wake.
         await observer.query('listen spec_audience');
         await sender.notify('spec_audience', 'unheard');
+        await sleep(1_100); // withheld, and still nobody to send it to when asked again: dropped
+        expect(heard).toEqual([]);
 
         const listener = new PgSqlClient({ connectionString: named });
         try {
@@ -79,6 +81,25 @@ describe('node-postgres SQL client', () => {
         }
       } finally {
         await observer.end();
+        await sender.close();
+      }
+    });
+  });
+
+  describe('a NOTIFY withheld while nobody else listened', () => {
+    it('reaches a process that starts listening before the audience is asked again', async () => {
+      const alone = await createTestDatabase('pg_sql_client_owed');
+      const sender = new PgSqlClient({ connectionString: alone });
+      const listener = new PgSqlClient({ connectionString: alone });
+      try {
+        await sender.notify('spec_owed', 'owed'); // nobody else listens: withheld
+        const got: string[] = [];
+        await listener.listen('spec_owed', (payload) => got.push(payload));
+        // No further NOTIFY: the withheld one comes once the sender asks about its audience again.
+        await until(() => got.includes('owed'), 5_000);
+        expect(got).toEqual(['owed']);
+      } finally {
+        await listener.close();
         await sender.close();
       }
     });
