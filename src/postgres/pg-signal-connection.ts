@@ -12,6 +12,10 @@ const AUDIENCE = reusable(
   `select exists (select 1 from pg_stat_activity
      where application_name = '${SIGNAL_APPLICATION_NAME}' and datname = current_database() and pid <> pg_backend_pid()) as audience`,
 );
+async function send(client: pg.Client, channel: string, payload: string): Promise<void> {
+  await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+}
+
 /** Distinct payloads owed per channel while alone (the events channel has one per store). */
 const MAX_OWED_PER_CHANNEL = 16;
 
@@ -27,7 +31,7 @@ const AUDIENCE_TTL_MS = 1_000;
  * A NOTIFY is sent only when another process has a signal connection on the database (asked
  * of `pg_stat_activity` at most once a second): a process alone on its database, such as one
  * running every role, sends none, and hears its own wake-ups in memory. A process that starts
- * listening is heard within a second; until then its fallback polls cover it.
+ * listening is heard within a second, and is then sent the wake-ups withheld meanwhile.
  */
 export class PgSignalConnection {
   private client: pg.Client | null = null;
@@ -75,7 +79,7 @@ export class PgSignalConnection {
   async notify(channel: string, payload: string): Promise<void> {
     const client = await this.connection();
     if (await this.audiencePresent(client)) {
-      await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+      await send(client, channel, payload);
       return;
     }
     const payloads = this.owed.get(channel) ?? new Set<string>();
@@ -105,7 +109,7 @@ export class PgSignalConnection {
       const client = await this.connection();
       if (!(await this.audiencePresent(client))) return;
       for (const [channel, payloads] of owed) {
-        for (const payload of payloads) await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+        for (const payload of payloads) await send(client, channel, payload);
       }
     } catch (error) {
       this.onError(error);
