@@ -88,6 +88,8 @@ export class ProjectionRunner {
     const { sql, store, definition, version, batchSize, gatherMs } = this.options;
     const checkpoint = await readCheckpoint(sql, definition.name, version);
     if (checkpoint === null) return 'fenced';
+    // Stopped (or its lock lost) while reading the checkpoint: the listener below would never hear it.
+    if (signal.aborted) return 'stopped';
     this.position = checkpoint.position;
     this.indexed = checkpoint.indexed;
     // Its own abort: a runner that stops on an error must not leave a read waiting for new events.
