@@ -5,6 +5,7 @@ import { createLogger, type Logger } from '../../core/logger.js';
 import { startKafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
 import { KAFKAJS_LOG_LEVEL, kafkaLogCreator } from './kafka-logging.js';
 import { KafkaPublishBatcher, type TopicRecords } from './kafka-publish-batcher.js';
+import { createMissingTopics } from './topic-creation.js';
 
 export { BusPublishError } from './kafka-publish-batcher.js';
 
@@ -59,8 +60,10 @@ export class KafkaBus implements Bus {
   private producer: Promise<Producer> | undefined;
   private admin: Promise<Admin> | undefined;
   private closed = false;
+  private readonly requestTimeoutMs: number;
 
   constructor(options: KafkaBusOptions) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.logger = options.logger ?? createLogger({ level: 'warn' });
     this.consumerSettings = {
       sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
@@ -72,7 +75,7 @@ export class KafkaBus implements Bus {
     this.kafka = new KafkaClient({
       clientId: options.clientId ?? 'flostra',
       brokers: options.brokers,
-      requestTimeout: options.requestTimeoutMs ?? 30_000,
+      requestTimeout: this.requestTimeoutMs,
       connectionTimeout: 3_000,
       // Each attempt gives up within a few seconds; publish() and the consumers retry around it.
       retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2_000 },
@@ -110,11 +113,7 @@ export class KafkaBus implements Bus {
   async ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {
     this.assertOpen();
     const admin = await this.connectedAdmin();
-    const existing = new Set(await admin.listTopics());
-    const missing = topics.filter(({ topic }) => !existing.has(topic));
-    if (missing.length === 0) return;
-    // A concurrent creator may win the race: createTopics then answers false, which is fine.
-    await admin.createTopics({ waitForLeaders: true, topics: missing.map(({ topic, partitions }) => ({ topic, numPartitions: partitions })) });
+    await createMissingTopics(admin, topics, { timeoutMs: this.requestTimeoutMs });
   }
 
   /**

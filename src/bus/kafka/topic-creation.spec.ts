@@ -1,0 +1,65 @@
+import { describe, expect, it } from '@jest/globals';
+import { UnavailableError } from '../../core/errors.js';
+import { createMissingTopics, type TopicAdmin } from './topic-creation.js';
+
+type Metadata = Awaited<ReturnType<TopicAdmin['fetchTopicMetadata']>>;
+
+/** A broker's admin answers, scripted: what each look at the metadata returns or throws, in turn. */
+function scriptedAdmin(existing: string[], looks: (Metadata | Error)[]) {
+  const created: string[] = [];
+  let fetches = 0;
+  const admin: TopicAdmin = {
+    listTopics: async () => existing,
+    createTopics: async ({ topics }) => {
+      created.push(...topics.map((t) => t.topic));
+      return true;
+    },
+    fetchTopicMetadata: async () => {
+      const look = looks[Math.min(fetches++, looks.length - 1)]!;
+      if (look instanceof Error) throw look;
+      return look;
+    },
+  };
+  return { admin, created, fetches: () => fetches };
+}
+
+function protocolError(type: string): Error {
+  return Object.assign(new Error(`broker said ${type}`), { type });
+}
+
+const led = (name: string, leaders: number[]): Metadata => ({ topics: [{ name, partitions: leaders.map((leader, partitionId) => ({ partitionId, leader })) }] });
+
+describe('creating the topics a role needs', () => {
+  it('waits through "does not host this topic-partition" and leaderless partitions until every partition has a leader', async () => {
+    const broker = scriptedAdmin([], [protocolError('UNKNOWN_TOPIC_OR_PARTITION'), led('t', [1, -1, 1]), protocolError('LEADER_NOT_AVAILABLE'), led('t', [1, 1, 1])]);
+    await createMissingTopics(broker.admin, [{ topic: 't', partitions: 3 }], { timeoutMs: 10_000, pauseMs: 1 });
+    expect(broker.created).toEqual(['t']);
+    expect(broker.fetches()).toBe(4);
+  });
+
+  it('leaves existing topics alone and creates only the missing ones', async () => {
+    const broker = scriptedAdmin(['old'], [led('new', [1])]);
+    await createMissingTopics(broker.admin, [{ topic: 'old', partitions: 1 }, { topic: 'new', partitions: 1 }], { timeoutMs: 10_000, pauseMs: 1 });
+    expect(broker.created).toEqual(['new']);
+  });
+
+  it('does nothing when every topic exists', async () => {
+    const broker = scriptedAdmin(['a'], []);
+    await createMissingTopics(broker.admin, [{ topic: 'a', partitions: 1 }], { timeoutMs: 10_000 });
+    expect(broker.created).toEqual([]);
+    expect(broker.fetches()).toBe(0);
+  });
+
+  it('fails as unavailable, naming the topic and what it last saw, when a leader never comes', async () => {
+    const broker = scriptedAdmin([], [protocolError('UNKNOWN_TOPIC_OR_PARTITION')]);
+    const failure = createMissingTopics(broker.admin, [{ topic: 'stuck', partitions: 1 }], { timeoutMs: 50, pauseMs: 5 });
+    await expect(failure).rejects.toBeInstanceOf(UnavailableError);
+    await expect(failure).rejects.toThrow(/stuck.*UNKNOWN_TOPIC_OR_PARTITION/);
+  });
+
+  it('fails at once on any other answer', async () => {
+    const broker = scriptedAdmin([], [protocolError('TOPIC_AUTHORIZATION_FAILED')]);
+    await expect(createMissingTopics(broker.admin, [{ topic: 't', partitions: 1 }], { timeoutMs: 10_000, pauseMs: 1 })).rejects.toThrow('TOPIC_AUTHORIZATION_FAILED');
+    expect(broker.fetches()).toBe(1);
+  });
+});
