@@ -5,7 +5,6 @@ import { PostgresEventStore } from '../../src/event-store/postgres/postgres-even
 import { comparePositions, encodePosition } from '../../src/event-store/postgres/position.codec.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
-import type { SqlClient } from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 import { newEvent, recordSubscription, sleep, uniquePrefix } from './event-store-contract.support.js';
 import { eventStoreContract } from './event-store.contract.js';
@@ -198,69 +197,6 @@ describe.each([
     ]);
     expect([one.nextRevision, two.nextRevision, three.nextRevision]).toEqual([0, 1, 2]);
     expect((await store.readStream(stream)).map((e) => e.type)).toEqual(['One', 'Two', 'Three']);
-  });
-});
-
-describe.each([
-  ['PGlite', async () => PgliteSqlClient.open()],
-  ['a real server', async () => new PgSqlClient({ connectionString: await createTestDatabase('event_store_reads') })],
-])('Postgres event store reads of streams made together, on %s', (_name, open) => {
-  let client: SqlClient;
-  let store: PostgresEventStore;
-  let statements = 0;
-
-  beforeAll(async () => {
-    client = await open();
-    // Counts what reaches the database; everything else goes straight through.
-    const counted = new Proxy(client, {
-      get(target, property) {
-        const value = Reflect.get(target, property, target) as unknown;
-        if (property === 'query') return (...args: Parameters<SqlClient['query']>) => ((statements += 1), target.query(...args));
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-    store = await PostgresEventStore.open(counted, NO_POLLING);
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await client?.close();
-  });
-
-  it('share statements, and each answers its own stream from its own revision, up to its own count', async () => {
-    const prefix = uniquePrefix();
-    const streams = Array.from({ length: 12 }, (_, i) => `${prefix}s${i}`);
-    for (const [i, stream] of streams.entries()) {
-      await store.appendToStream(stream, Array.from({ length: i + 1 }, (_, n) => newEvent('Counted', { stream: i, n })), { expectedRevision: 'no_stream' });
-    }
-    const reads = [
-      ...streams.map((stream, i) => ({ stream, options: { fromRevision: i % 3, maxCount: i % 2 === 0 ? undefined : 2 } })),
-      { stream: `${prefix}missing`, options: {} },
-      { stream: streams[11]!, options: { fromRevision: 50 } },
-    ];
-    const alone = [];
-    for (const { stream, options } of reads) alone.push(await store.readStream(stream, options));
-    const before = statements;
-    const together = await Promise.all(reads.map(({ stream, options }) => store.readStream(stream, options)));
-    // The first went alone; the others waited for it and shared a statement.
-    expect(statements - before).toBeLessThan(reads.length);
-    expect(together).toEqual(alone);
-    expect(together[3]!.map((e) => (e.data as { n: number }).n)).toEqual([0, 1]);
-    expect(together[4]!.map((e) => (e.data as { n: number }).n)).toEqual([1, 2, 3, 4]);
-    expect(together[12]).toEqual([]);
-    expect(together[13]).toEqual([]);
-  });
-
-  it('see every append that finished before they were made', async () => {
-    const prefix = uniquePrefix();
-    const stream = `${prefix}fresh`;
-    const rounds = await Promise.all(
-      Array.from({ length: 20 }, async (_, n) => {
-        await store.appendToStream(stream, [newEvent('Counted', { n })], { expectedRevision: 'any' });
-        return (await store.readStream(stream)).map((e) => (e.data as { n: number }).n);
-      }),
-    );
-    rounds.forEach((seen, n) => expect(seen).toContain(n));
   });
 });
 

@@ -1,6 +1,5 @@
 import { sqlErrorInfo, type SqlQueryable } from '../../postgres/sql-client.port.js';
 import { APPEND_MANY_SQL, APPEND_SQL, type AppendRow } from './event-store.queries.js';
-import { GroupBatcher, type GroupBatcherOptions, type Pending } from './group-batcher.js';
 
 /** One caller's append, as `event_store.append` takes it; `events` is its JSON array, already serialized. */
 export interface AppendRequest {
@@ -8,6 +7,19 @@ export interface AppendRequest {
   kind: string;
   revision: number | null;
   events: string;
+}
+
+export interface AppendBatcherOptions {
+  /** Batches sent at once; appends that arrive while all are out wait and go together in the next. */
+  maxInFlight: number;
+  /** Appends in one batch at most. */
+  maxBatch: number;
+}
+
+interface Pending {
+  request: AppendRequest;
+  resolve(row: AppendRow): void;
+  reject(error: unknown): void;
 }
 
 /**
@@ -24,22 +36,46 @@ export interface AppendRequest {
  * was committed.
  */
 export class AppendBatcher {
-  private readonly batcher: GroupBatcher<AppendRequest, AppendRow>;
+  private readonly queue: Pending[] = [];
+  private inFlight = 0;
+  private scheduled = false;
 
   constructor(
     private readonly sql: SqlQueryable,
-    options: GroupBatcherOptions,
+    private readonly options: AppendBatcherOptions,
   ) {
-    this.batcher = new GroupBatcher((batch) => this.send(batch), options);
+    for (const [name, value] of Object.entries(options)) {
+      if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
+    }
   }
 
   /** Resolves with the append's row (a conflict is a row too); rejects with the database's error. */
   append(request: AppendRequest): Promise<AppendRow> {
-    return this.batcher.submit(request);
+    return new Promise<AppendRow>((resolve, reject) => {
+      this.queue.push({ request, resolve, reject });
+      // Once per turn, after its synchronous code: appends made together start together.
+      if (this.scheduled) return;
+      this.scheduled = true;
+      queueMicrotask(() => {
+        this.scheduled = false;
+        this.pump();
+      });
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.options.maxBatch);
+      this.inFlight += 1;
+      void this.send(batch).finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+      });
+    }
   }
 
   /** Settles every caller of the batch; never throws. */
-  private async send(batch: Pending<AppendRequest, AppendRow>[]): Promise<void> {
+  private async send(batch: Pending[]): Promise<void> {
     if (batch.length === 1) return this.sendAlone(batch[0]!);
     let rows: (AppendRow & { ord: number })[];
     try {
@@ -64,7 +100,7 @@ export class AppendBatcher {
     }
   }
 
-  private async sendAlone({ request, resolve, reject }: Pending<AppendRequest, AppendRow>): Promise<void> {
+  private async sendAlone({ request, resolve, reject }: Pending): Promise<void> {
     try {
       const { rows } = await this.sql.query<AppendRow>(APPEND_SQL, [request.streamId, request.kind, request.revision, request.events]);
       resolve(rows[0]!);
@@ -75,7 +111,7 @@ export class AppendBatcher {
 }
 
 /** The batch as `append_many` reads it; each caller's events are spliced in as already-serialized JSON. */
-function batchJson(batch: Pending<AppendRequest, AppendRow>[]): string {
+function batchJson(batch: Pending[]): string {
   const items = batch.map(
     ({ request: { streamId, kind, revision, events } }) =>
       `{"stream":${JSON.stringify(streamId)},"kind":${JSON.stringify(kind)},"revision":${revision === null ? 'null' : revision},"events":${events}}`,

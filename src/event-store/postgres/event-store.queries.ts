@@ -26,18 +26,6 @@ export const READ_STREAM_SQL = reusable(`select ${EVENT_COLUMNS} from event_stor
   order by e.stream_revision
   limit $3`);
 
-/**
- * Several streams' reads in one statement: `$1` stream ids, `$2` first revisions, `$3` counts
- * (null for all), one read per array index. Rows come per read (`ord`, 1-based), in revision order.
- */
-export const READ_STREAMS_SQL = reusable(`select r.ord, s.*
-  from unnest($1::text[], $2::bigint[], $3::bigint[]) with ordinality as r(stream_id, from_revision, max_count, ord)
-  cross join lateral (select ${EVENT_COLUMNS} from event_store.events e
-    where e.stream_id = r.stream_id and e.stream_revision >= r.from_revision
-    order by e.stream_revision
-    limit r.max_count) s
-  order by r.ord, s.stream_revision`);
-
 /** The last readable event, as `head_xid`, `head_seq` (no row for an empty log). */
 const HEAD = `select e.transaction_id::text as head_xid, e.seq as head_seq from event_store.events e
   where ${READABLE} order by e.transaction_id desc, e.seq desc limit 1`;

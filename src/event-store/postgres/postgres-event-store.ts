@@ -13,10 +13,10 @@ import type {
 } from '../../core/event-store.port.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { AppendBatcher, isDuplicateEventId } from './append-batcher.js';
-import { StreamReadBatcher } from './stream-read-batcher.js';
 import {
   PROBE_SQL,
   READ_PAGE_SQL,
+  READ_STREAM_SQL,
   READ_TAIL_SQL,
   STREAM_REVISION_SQL,
   headPosition,
@@ -66,9 +66,6 @@ export interface PostgresEventStoreOptions {
 /** Appends one batch carries at most. */
 const APPEND_BATCH_LIMIT = 64;
 
-/** Stream reads one statement carries at most. */
-const READ_BATCH_LIMIT = 64;
-
 /** Events one refresh of the shared tail reads at most. */
 const TAIL_PAGE_SIZE = 1_000;
 
@@ -77,8 +74,7 @@ const START = encodePosition(LOG_START);
 /**
  * EventStore over Postgres (node-postgres or PGlite, same SQL). Appends are one autocommit
  * call of `event_store.append`, or under load several in one of `event_store.append_many`
- * (see append-batcher.ts); reads of streams made together share a statement the same way
- * (stream-read-batcher.ts); global reads are gated by the snapshot's xmin so that a
+ * (see append-batcher.ts); global reads are gated by the snapshot's xmin so that a
  * transaction committing late can never be skipped (see event-store.schema.ts). Subscriptions
  * at the head share one in-memory tail of the log, refreshed by one query per wake-up.
  */
@@ -92,7 +88,6 @@ export class PostgresEventStore implements EventStore {
   private readonly defaultBatchSize: number;
   private readonly stopHearingWrites: () => void;
   private readonly appends: AppendBatcher;
-  private readonly reads: StreamReadBatcher;
 
   constructor(
     private readonly client: SqlClient,
@@ -100,7 +95,6 @@ export class PostgresEventStore implements EventStore {
   ) {
     this.defaultBatchSize = options.defaultBatchSize ?? 500;
     this.appends = new AppendBatcher(client, { maxInFlight: options.appendBatchesInFlight ?? 1, maxBatch: APPEND_BATCH_LIMIT });
-    this.reads = new StreamReadBatcher(client, { maxInFlight: 1, maxBatch: READ_BATCH_LIMIT });
     const tailCapacity = validateInteger('tailCapacity', options.tailCapacity ?? 4_096, 1);
     this.tail = new LogTail(tailCapacity);
     this.tailPageSize = Math.min(TAIL_PAGE_SIZE, tailCapacity);
@@ -166,7 +160,8 @@ export class PostgresEventStore implements EventStore {
     validateStreamId(streamId);
     const fromRevision = validateInteger('fromRevision', options.fromRevision ?? 0, 0);
     const maxCount = options.maxCount === undefined ? null : validateInteger('maxCount', options.maxCount, 1);
-    return (await this.reads.read({ streamId, fromRevision, maxCount })).map(toRecordedEvent);
+    const { rows } = await this.client.query<EventRow>(READ_STREAM_SQL, [streamId, fromRevision, maxCount]);
+    return rows.map(toRecordedEvent);
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
