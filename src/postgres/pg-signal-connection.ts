@@ -13,7 +13,19 @@ const AUDIENCE = reusable(
      where application_name = '${SIGNAL_APPLICATION_NAME}' and datname = current_database() and pid <> pg_backend_pid()) as audience`,
 );
 async function send(client: pg.Client, channel: string, payload: string): Promise<void> {
-  await client.query({ name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+  await inTurn(client, { name: NOTIFY.name, text: NOTIFY.text, values: [channel, payload] });
+}
+
+const lastQuery = new WeakMap<pg.Client, Promise<unknown>>();
+
+/**
+ * One query at a time on the connection: node-postgres queues a query sent while another runs,
+ * but warns that pg 9 will refuse it, and wake-ups, LISTENs and audience questions overlap.
+ */
+function inTurn<R extends pg.QueryResultRow = pg.QueryResultRow>(client: pg.Client, query: string | pg.QueryConfig): Promise<pg.QueryResult<R>> {
+  const result = (lastQuery.get(client) ?? Promise.resolve()).then(() => client.query<R>(query));
+  lastQuery.set(client, result.catch(() => undefined));
+  return result;
 }
 
 /** Distinct payloads owed per channel while alone (the events channel has one per store). */
@@ -59,14 +71,14 @@ export class PgSignalConnection {
     handlers.add(handler);
     try {
       const client = await this.connection();
-      if (firstForChannel) await client.query(`LISTEN ${quoteIdentifier(channel)}`);
+      if (firstForChannel) await inTurn(client, `LISTEN ${quoteIdentifier(channel)}`);
     } catch (error) {
       this.removeHandler(channel, handler);
       throw error;
     }
     return async () => {
       if (this.removeHandler(channel, handler) && this.client !== null) {
-        await this.client.query(`UNLISTEN ${quoteIdentifier(channel)}`);
+        await inTurn(this.client, `UNLISTEN ${quoteIdentifier(channel)}`);
       }
     };
   }
@@ -94,7 +106,7 @@ export class PgSignalConnection {
   private async audiencePresent(client: pg.Client): Promise<boolean> {
     const now = performance.now();
     if (this.audience === null || now - this.audience.askedAt >= AUDIENCE_TTL_MS) {
-      const { rows } = await client.query<{ audience: boolean }>({ name: AUDIENCE.name, text: AUDIENCE.text });
+      const { rows } = await inTurn<{ audience: boolean }>(client, { name: AUDIENCE.name, text: AUDIENCE.text });
       this.audience = { present: rows[0]?.audience === true, askedAt: now };
     }
     return this.audience.present;
