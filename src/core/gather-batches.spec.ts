@@ -38,6 +38,19 @@ function scriptedSource() {
   return { push, open, state };
 }
 
+/** A reader that waits for what is gathered, and says so when the test tells it to. */
+function hurrier() {
+  const cuts = new Set<() => void>();
+  return {
+    subscribe: (cut: () => void) => {
+      cuts.add(cut);
+      return () => cuts.delete(cut);
+    },
+    now: () => cuts.forEach((cut) => cut()),
+    subscribers: () => cuts.size,
+  };
+}
+
 const LONG = 60_000; // a window that never ends within a test: only a full batch or the source's end closes it
 
 /** Takes a first batch, which goes alone: the batches pushed after it are streaming in. */
@@ -86,6 +99,38 @@ describe('gatherBatches', () => {
     source.push({ batch: [1] });
     expect((await gathered.next()).value).toEqual([1]);
     await gathered.return(undefined);
+  });
+
+  it('delivers what it gathered at once when hurried during its window, then gathers again', async () => {
+    const source = scriptedSource();
+    const hurry = hurrier();
+    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal, hurry: hurry.subscribe });
+    await streaming(source, gathered);
+    source.push({ batch: [1] });
+    source.push({ batch: [2] });
+    const next = gathered.next();
+    await new Promise((resolve) => setTimeout(resolve, 20)); // [1, 2] wait in the window
+    hurry.now();
+    expect((await next).value).toEqual([1, 2]);
+    // The hurry was for that batch: the next one streaming in waits again, until the source ends.
+    source.push({ batch: [3] });
+    source.push({ batch: [4] });
+    source.push({ end: true });
+    expect((await gathered.next()).value).toEqual([3, 4]);
+    expect((await gathered.next()).done).toBe(true);
+    expect(hurry.subscribers()).toBe(0);
+  });
+
+  it('lets the next batch go without waiting when hurried between batches', async () => {
+    const source = scriptedSource();
+    const hurry = hurrier();
+    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal, hurry: hurry.subscribe });
+    await streaming(source, gathered);
+    hurry.now(); // a reader waits while nothing is gathering
+    source.push({ batch: [1] });
+    expect((await gathered.next()).value).toEqual([1]);
+    await gathered.return(undefined);
+    expect(hurry.subscribers()).toBe(0);
   });
 
   it('delivers what it gathered when the source ends, then ends', async () => {

@@ -8,6 +8,12 @@ export interface GatherOptions {
   maxCount: number;
   /** Ends the reading; the batches gathered so far are dropped. */
   signal: AbortSignal;
+  /**
+   * Subscribes to "someone waits for what is gathered": each call of `cut` ends the current
+   * wait for more at once, or, between waits, lets the next batch go without one. Returns the
+   * unsubscribe.
+   */
+  hurry?: (cut: () => void) => () => void;
 }
 
 /**
@@ -32,6 +38,14 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
   let pending: Promise<IteratorResult<T[]>> | null = null;
   const next = () => (pending ??= iterator.next());
   let lastArrival = Number.NEGATIVE_INFINITY;
+  // A hurry between waits spares the next batch its wait; one during a wait ends it.
+  let hurried = false;
+  let endWait: (() => void) | null = null;
+  const stopHurrying =
+    options.hurry?.(() => {
+      hurried = true;
+      endWait?.();
+    }) ?? (() => undefined);
   try {
     for (;;) {
       const first = await next();
@@ -43,17 +57,19 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
       const arrived = performance.now();
       const streaming = arrived - lastArrival < options.windowMs;
       lastArrival = arrived;
-      if (streaming && gathered.length < options.maxCount) {
+      if (streaming && !hurried && gathered.length < options.maxCount) {
         const deadline = arrived + options.windowMs;
         while (gathered.length < options.maxCount) {
           const left = deadline - performance.now();
-          if (left <= 0) break;
+          if (left <= 0 || hurried) break;
           let result: IteratorResult<T[]> | null;
           try {
-            result = await within(next(), left);
+            result = await within(next(), left, (end) => (endWait = end));
           } catch (error) {
             failure = { error };
             break;
+          } finally {
+            endWait = null;
           }
           if (result === null) break;
           pending = null;
@@ -65,12 +81,14 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
           lastArrival = performance.now();
         }
       }
+      hurried = false;
       if (options.signal.aborted) return;
       if (gathered.length > 0) yield gathered;
       if (failure !== null) throw failure.error;
       if (ended) return;
     }
   } finally {
+    stopHurrying();
     options.signal.removeEventListener('abort', stop);
     stop();
     // A source that failed after the last batch was yielded: nothing waits for it any more.
@@ -80,10 +98,17 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
   }
 }
 
-/** The promise's value, or null when `ms` pass first; a rejection propagates, whenever it comes. */
-function within<V>(promise: Promise<V>, ms: number): Promise<V | null> {
+/**
+ * The promise's value, or null when `ms` pass first or the function handed to `cancellable` is
+ * called; a rejection propagates, whenever it comes.
+ */
+function within<V>(promise: Promise<V>, ms: number, cancellable: (end: () => void) => void): Promise<V | null> {
   return new Promise<V | null>((resolve, reject) => {
     const timer = setTimeout(() => resolve(null), ms);
+    cancellable(() => {
+      clearTimeout(timer);
+      resolve(null);
+    });
     promise.then(
       (value) => {
         clearTimeout(timer);

@@ -101,6 +101,12 @@ export class ProjectionRunner {
       windowMs: gatherMs,
       maxCount: batchSize,
       signal: reading.signal,
+      // A reader waits for this read model: a live batch held back for more goes now (readers
+      // wait for the live version only; a rebuild that switches becomes it).
+      hurry: (cut) =>
+        this.options.signals.onHurry(definition.name, () => {
+          if (this.role === 'live') cut();
+        }),
     });
     try {
       for await (const prepared of readAhead(pages, stop, prepare)) {

@@ -24,6 +24,7 @@ export type AdvanceListener = (livePosition: Position | null) => void;
  */
 export class ProjectionSignals {
   private readonly listeners = new Map<string, Set<AdvanceListener>>();
+  private readonly hurryListeners = new Map<string, Set<() => void>>();
   private listening: Promise<(() => Promise<void>) | null> | null = null;
   private readonly toNotify = new Set<string>();
   private readonly notifier: WakeNotifier;
@@ -53,6 +54,25 @@ export class ProjectionSignals {
     if (set === undefined) this.listeners.set(name, (set = new Set()));
     set.add(listener);
     this.listen();
+    return () => {
+      set.delete(listener);
+    };
+  }
+
+  /**
+   * A reader in this process waits for `name` to advance: its runner here, if it is holding a
+   * short batch back for more to join it, commits that batch now. Readers in other processes
+   * wait out the window (the projector's `gatherMs`).
+   */
+  hurry(name: string): void {
+    for (const listener of [...(this.hurryListeners.get(name) ?? [])]) listener();
+  }
+
+  /** Called on each `hurry(name)`; returns the unsubscribe. */
+  onHurry(name: string, listener: () => void): () => void {
+    let set = this.hurryListeners.get(name);
+    if (set === undefined) this.hurryListeners.set(name, (set = new Set()));
+    set.add(listener);
     return () => {
       set.delete(listener);
     };

@@ -16,7 +16,8 @@ export interface ProjectorOptions {
   /**
    * While appends stream in (a batch came within this long of the one before), how long a
    * short batch waits for more to join its transaction; read models then lag by up to this
-   * much more. A lone append after a quiet spell is applied at once (see gatherBatches).
+   * much more. A lone append after a quiet spell is applied at once (see gatherBatches), and a
+   * live batch goes at once when a reader in this process waits for it.
    */
   gatherMs: number;
   /** How often the catalog is read again: picks up rebuilds requested elsewhere and locks freed by dead processes. */

@@ -66,6 +66,8 @@ export class ReadConsistency {
       wake?.();
     });
     const deadline = Date.now() + this.settings.current.readWaitMs;
+    // A runner of this process holding a batch back for more to join it lets it go now.
+    this.signals.hurry(projection);
     try {
       for (;;) {
         signalled = false;
@@ -79,6 +81,7 @@ export class ReadConsistency {
           );
         }
         if (signalled) continue; // news arrived while the checkpoint was being read
+        this.signals.hurry(projection); // what it waits for may have come after the batch in flight
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, Math.min(left, this.settings.current.readPollMs));
           function done() {
