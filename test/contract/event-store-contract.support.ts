@@ -77,7 +77,11 @@ export function recordSubscription(store: EventStore, options: Omit<SubscribeOpt
       while (events.length < count) {
         if (failure !== undefined) throw failure;
         if (finished) throw new Error(`subscription ended after ${events.length} of ${count} events`);
-        if (Date.now() > deadline) throw new Error(`timed out with ${events.length} of ${count} events`);
+        if (Date.now() > deadline) {
+          // Enough to tell a stall (the last events never came) from a skip (a gap before them).
+          const last = events.at(-1)?.position ?? 'none';
+          throw new Error(`timed out with ${events.length} of ${count} events (batches ${batchSizes.join(',') || 'none'}; last position ${last})`);
+        }
         await sleep(5);
       }
       return events.slice(0, count);

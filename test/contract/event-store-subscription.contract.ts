@@ -70,7 +70,14 @@ export function subscriptionContract({ store, otherStore }: ContractContext): vo
       );
       const log = await store().readAll({ after: head, maxCount: 100, streamPrefixes: [prefix] });
       expect(log).toHaveLength(30);
-      for (const subscription of subscriptions) await subscription.waitFor(30);
+      for (const [i, subscription] of subscriptions.entries()) {
+        await subscription.waitFor(30).catch((error: unknown) => {
+          // Which events never came, in log order, and through which store: a stall or a skip.
+          const got = new Set(subscription.events.map((event) => event.id));
+          const missing = log.flatMap((event, index) => (got.has(event.id) ? [] : [index]));
+          throw new Error(`subscriber ${i} (${i % 2 === 0 ? 'store' : 'otherStore'}): ${String(error)}; missing log indexes ${missing.join(',')}`);
+        });
+      }
       await sleep(100);
       for (const subscription of subscriptions) {
         await subscription.stop();
