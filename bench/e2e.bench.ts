@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import { createApp } from '../src/app/create-app.js';
 import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
@@ -20,6 +19,7 @@ import type { SqlClient } from '../src/postgres/sql-client.port.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
 import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
+import { closedLoop, post } from './bench-support.js';
 
 /**
  * End-to-end throughput and latency: a 4-node diamond of `noop` nodes (A→B, A→C, B+C→D)
@@ -58,13 +58,6 @@ interface Stack {
 }
 
 const log = (message: string) => process.stderr.write(`[bench:e2e] ${message}\n`);
-
-/** Jiffies of every process on the machine (user + system), from /proc/stat. */
-function machineCpuSeconds(): number {
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
-  return (user + nice + system + irq + softirq) / 100;
-}
 
 async function openStack(mode: string): Promise<Stack> {
   if (mode === 'embedded') {
@@ -135,31 +128,16 @@ async function runMode(mode: string) {
     return performance.now() - started;
   }
 
-  async function closedLoop(concurrency: number, seconds: number) {
-    const latencies: number[] = [];
-    const deadline = performance.now() + seconds * 1000;
-    const cpuBefore = process.cpuUsage();
-    const machineBefore = machineCpuSeconds();
+  async function measure(concurrency: number, seconds: number) {
     const workerBefore = worker.cpuSeconds();
-    const began = performance.now();
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (performance.now() < deadline) latencies.push(await oneExecution());
-    }));
-    const elapsed = (performance.now() - began) / 1000;
-    const cpu = process.cpuUsage(cpuBefore);
-    const machine = machineCpuSeconds() - machineBefore;
+    const { processCpu, machineCpu, ...result } = await closedLoop(concurrency, seconds, oneExecution);
     const workerCpu = worker.cpuSeconds() - workerBefore;
-    latencies.sort((a, b) => a - b);
-    const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0) * 10) / 10;
     return {
-      concurrency,
-      executions: latencies.length,
-      executionsPerSec: Math.round((latencies.length / elapsed) * 10) / 10,
-      latencyMs: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99) },
+      ...result,
       cpuSecondsPerExecution: {
-        flostraProcess: Math.round(((cpu.user + cpu.system) / 1e6 / latencies.length) * 1e5) / 1e5,
-        ...(mode === 'split' ? { workerProcess: Math.round((workerCpu / latencies.length) * 1e5) / 1e5 } : {}),
-        wholeMachine: Math.round((machine / latencies.length) * 1e5) / 1e5,
+        flostraProcess: processCpu,
+        ...(mode === 'split' ? { workerProcess: Math.round((workerCpu / result.executions) * 1e5) / 1e5 } : {}),
+        wholeMachine: machineCpu,
       },
     };
   }
@@ -167,9 +145,9 @@ async function runMode(mode: string) {
   const results = [];
   for (const concurrency of CONCURRENCY) {
     log(`${mode}: concurrency ${concurrency}, warm-up`);
-    await closedLoop(concurrency, WARMUP_SECONDS);
+    await measure(concurrency, WARMUP_SECONDS);
     log(`${mode}: concurrency ${concurrency}, measuring ${SECONDS}s`);
-    results.push(await closedLoop(concurrency, SECONDS));
+    results.push(await measure(concurrency, SECONDS));
   }
   abort.abort();
   await worker.stop();
@@ -181,31 +159,6 @@ async function runMode(mode: string) {
     stack: STACKS[mode],
     results,
   };
-}
-
-/**
- * The load generator's client: node:http over kept-alive connections, the cheapest client Node
- * has (fetch costs several times its CPU), since it shares the machine with what it measures.
- */
-const clientAgent = new Agent({ keepAlive: true, maxSockets: 256 });
-
-function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent: clientAgent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', reject);
-    });
-    req.on('error', (error: NodeJS.ErrnoException) => {
-      // A kept-alive connection the server closed as idle just as this request went out on
-      // it: the server never read the request, so sending it again on a fresh one is safe.
-      if (req.reusedSocket && error.code === 'ECONNRESET') post(url, headers, body).then(resolve, reject);
-      else reject(error);
-    });
-    req.end(body);
-  });
 }
 
 const STACKS: Record<string, string> = {
