@@ -21,7 +21,7 @@ describe('kafkajs records in the project log', () => {
   });
 
   it('put broker answers that are retried while a new topic or group settles at debug', () => {
-    for (const answer of ['This server does not host this topic-partition', 'The group coordinator is not available']) {
+    for (const answer of ['This server does not host this topic-partition', 'This server is not the leader for that topic-partition', 'The group coordinator is not available']) {
       expect(logged('Connection', logLevel.ERROR, { error: answer })).toEqual(['debug']);
     }
   });

@@ -15,6 +15,8 @@ export const KAFKAJS_LOG_LEVEL = logLevel.WARN;
 const SETTLING_ANSWERS = [
   'This server does not host this topic-partition',
   'There is no leader for this topic-partition as we are in the middle of a leadership election',
+  // A new topic's leader named in the metadata, not yet serving it (see topic-creation.ts).
+  'This server is not the leader for that topic-partition',
   'The group coordinator is not available',
   "The coordinator is loading and hence can't process requests for this group",
 ];

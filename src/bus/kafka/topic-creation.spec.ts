@@ -5,9 +5,10 @@ import { createMissingTopics, type TopicAdmin } from './topic-creation.js';
 type Metadata = Awaited<ReturnType<TopicAdmin['fetchTopicMetadata']>>;
 
 /** A broker's admin answers, scripted: what each look at the metadata returns or throws, in turn. */
-function scriptedAdmin(existing: string[], looks: (Metadata | Error)[]) {
+function scriptedAdmin(existing: string[], looks: (Metadata | Error)[], offsetAnswers: (Error | null)[] = [null]) {
   const created: string[] = [];
   let fetches = 0;
+  let offsetLooks = 0;
   const admin: TopicAdmin = {
     listTopics: async () => existing,
     createTopics: async ({ topics }) => {
@@ -19,8 +20,13 @@ function scriptedAdmin(existing: string[], looks: (Metadata | Error)[]) {
       if (look instanceof Error) throw look;
       return look;
     },
+    fetchTopicOffsets: async () => {
+      const answer = offsetAnswers[Math.min(offsetLooks++, offsetAnswers.length - 1)];
+      if (answer instanceof Error) throw answer;
+      return [];
+    },
   };
-  return { admin, created, fetches: () => fetches };
+  return { admin, created, fetches: () => fetches, offsetLooks: () => offsetLooks };
 }
 
 function protocolError(type: string): Error {
@@ -35,6 +41,13 @@ describe('creating the topics a role needs', () => {
     await createMissingTopics(broker.admin, [{ topic: 't', partitions: 3 }], { timeoutMs: 10_000, pauseMs: 1 });
     expect(broker.created).toEqual(['t']);
     expect(broker.fetches()).toBe(4);
+  });
+
+  it('waits, once the metadata names every leader, until the leaders serve their partitions', async () => {
+    const gaveUp = Object.assign(new Error('KafkaJSNumberOfRetriesExceeded'), { cause: protocolError('NOT_LEADER_FOR_PARTITION') });
+    const broker = scriptedAdmin([], [led('t', [1, 1])], [protocolError('NOT_LEADER_FOR_PARTITION'), gaveUp, null]);
+    await createMissingTopics(broker.admin, [{ topic: 't', partitions: 2 }], { timeoutMs: 10_000, pauseMs: 1 });
+    expect(broker.offsetLooks()).toBe(3);
   });
 
   it('leaves existing topics alone and creates only the missing ones', async () => {
