@@ -5,11 +5,12 @@ import { createLogger, type Logger } from '../../core/logger.js';
 import { startKafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
 import { KAFKAJS_LOG_LEVEL, kafkaLogCreator } from './kafka-logging.js';
 import { KafkaPublishBatcher, type TopicRecords } from './kafka-publish-batcher.js';
+import { keyPartitioner } from './key-partitioner.js';
 import { createMissingTopics } from './topic-creation.js';
 
 export { BusPublishError } from './kafka-publish-batcher.js';
 
-const { Kafka: KafkaClient, Partitioners } = kafkajs;
+const { Kafka: KafkaClient } = kafkajs;
 
 export interface KafkaBusOptions {
   /** Bootstrap brokers, `host:port`. */
@@ -149,7 +150,7 @@ export class KafkaBus implements Bus {
         idempotent: false,
         maxInFlightRequests: 1,
         allowAutoTopicCreation: false,
-        createPartitioner: Partitioners.DefaultPartitioner,
+        createPartitioner: keyPartitioner,
       });
       await producer.connect();
       return producer;
