@@ -8,4 +8,5 @@ RUN npm run build && mkdir -p .flostra && chown node:node .flostra
 ENV NODE_ENV=production
 USER node
 EXPOSE 3000
-CMD ["node", "dist/src/main.js"]
+# A 64 MB young generation: fewer objects of in-flight executions survive into the old one (README, Configuration).
+CMD ["node", "--min-semi-space-size=64", "--max-semi-space-size=64", "dist/src/main.js"]

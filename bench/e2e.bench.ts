@@ -182,7 +182,8 @@ async function startInProcessWorker(bus: Bus, apiUrl: string, logger: ReturnType
 /** The production worker, `FLOSTRA_ROLES=worker node dist/src/main.js`, ready once it has joined its consumer group. */
 async function startWorkerProcess(apiUrl: string, brokers: string[]): Promise<BenchWorker> {
   const main = new URL('../src/main.js', import.meta.url).pathname;
-  const child: ChildProcess = spawn(process.execPath, [main], {
+  // With this process's Node flags (the young generation's size, as `npm run worker` sets it).
+  const child: ChildProcess = spawn(process.execPath, [...process.execArgv, main], {
     env: {
       PATH: process.env.PATH,
       FLOSTRA_ROLES: 'worker',
