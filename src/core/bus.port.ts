@@ -71,6 +71,9 @@ export function batchHandlerOf(options: ConsumerOptions): { handleBatch: (messag
   return { handleBatch: (messages) => handle(messages[0]!), maxBatchSize: 1 };
 }
 
+/** An offset for every partition of a topic, by partition number. */
+export type PartitionOffsets = ReadonlyMap<number, bigint>;
+
 export interface ConsumerHandle {
   /** Stops fetching, waits for in-flight handlers, commits what they finished, leaves the group. */
   stop(): Promise<void>;
@@ -84,12 +87,25 @@ export interface Bus {
    */
   publish(topic: string, messages: OutgoingMessage[]): Promise<void>;
   consume(options: ConsumerOptions): Promise<ConsumerHandle>;
+  /**
+   * Per partition of `topic`, the offset the next message published there will get (Kafka's
+   * high watermark): everything published and acknowledged before the call lies below it.
+   */
+  endOffsets(topic: string): Promise<PartitionOffsets>;
+  /**
+   * Per partition of `topic`, the offset consumer group `groupId` has committed (the next it
+   * will read; every message below it was handled), 0 where it has committed nothing.
+   */
+  committedOffsets(groupId: string, topic: string): Promise<PartitionOffsets>;
   /** Creates the topics if missing (idempotent). */
   ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
   close(): Promise<void>;
 }
 
 export const BUS = Symbol('Bus');
+
+/** Consumer group of the ingestor: its committed offsets on the results topic say what the control plane has handled. */
+export const INGESTOR_GROUP_ID = 'flostra-ingestor';
 
 /** Topics of the worker protocol (API.md). */
 export const TOPICS = {

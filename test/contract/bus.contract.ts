@@ -281,6 +281,55 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
       });
     });
 
+    describe('when a group has handled what was published (end and committed offsets)', () => {
+      it('reports every partition, ends that count the published messages, and commits that reach them once handled', async () => {
+        const topic = await newTopic(3);
+        const groupId = uniqueName('group');
+        const zeros = new Map([[0, 0n], [1, 0n], [2, 0n]]);
+        expect(await bus.endOffsets(topic)).toEqual(zeros);
+        expect(await bus.committedOffsets(groupId, topic)).toEqual(zeros);
+
+        const all = messages(30, 6);
+        await bus.publish(topic, all);
+        const ends = await bus.endOffsets(topic);
+        expect([...ends.keys()].sort()).toEqual([0, 1, 2]);
+        expect([...ends.values()].reduce((sum, end) => sum + end, 0n)).toBe(30n);
+
+        // A handler held at its first message: nothing of its partition may count as handled.
+        const held = gate();
+        const release = gate();
+        let first = true;
+        const consumer = await recordConsumer(bus, {
+          groupId,
+          topic,
+          concurrency: 3,
+          during: async () => {
+            if (!first) return;
+            first = false;
+            held.open();
+            await release.promise;
+          },
+        });
+        await held.promise;
+        const heldPartition = consumer.received[0]!.partition;
+        const committedWhileHeld = await bus.committedOffsets(groupId, topic);
+        expect(committedWhileHeld.get(heldPartition)).toBe(BigInt(consumer.received[0]!.offset));
+        release.open();
+
+        let committed = new Map<number, bigint>();
+        const reached = () => [...ends].every(([partition, end]) => (committed.get(partition) ?? -1n) >= end);
+        const deadline = Date.now() + 30_000;
+        while (!reached() && Date.now() < deadline) {
+          committed = new Map(await bus.committedOffsets(groupId, topic));
+          await sleep(50);
+        }
+        expect(committed).toEqual(ends);
+        // Another group has handled nothing.
+        expect(await bus.committedOffsets(uniqueName('group'), topic)).toEqual(zeros);
+        await consumer.handle.stop();
+      });
+    });
+
     describe('when two groups consume one topic', () => {
       it('delivers every message to each group', async () => {
         const topic = await newTopic();

@@ -22,6 +22,8 @@ function flakyBus(inner: Bus, fail: (call: number) => Error | null, forwardFirst
       if (error) throw error;
     },
     consume: (options) => inner.consume(options),
+    endOffsets: (topic) => inner.endOffsets(topic),
+    committedOffsets: (groupId, topic) => inner.committedOffsets(groupId, topic),
     ensureTopics: (topics) => inner.ensureTopics(topics),
     close: () => inner.close(),
   };

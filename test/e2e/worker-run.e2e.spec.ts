@@ -28,6 +28,9 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
     expect((await api.put('/v1/workspaces/ws-a/workflows/diamond', { token: TOKENS.adminA, body: diamond })).status).toBe(201);
     const slow = { nodes: [{ id: 'nap', type: 'delay', config: { ms: 600_000 } }], edges: [], timeouts: { leaseMs: 3_000 } };
     expect((await api.put('/v1/workspaces/ws-a/workflows/slow', { token: TOKENS.adminA, body: slow })).status).toBe(201);
+    // Heartbeats every 2 s.
+    const quick = { nodes: [{ id: 'only', type: 'noop' }], edges: [], timeouts: { leaseMs: 6_000 } };
+    expect((await api.put('/v1/workspaces/ws-a/workflows/quick', { token: TOKENS.adminA, body: quick })).status).toBe(201);
   }, 120_000);
   afterAll(() => t?.close());
 
@@ -48,6 +51,24 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
       const done = await until(id, ['succeeded', 'failed']);
       expect(done.status).toBe('succeeded');
       expect(done.output).toEqual({ d: (index + 1) * 2 + 1 });
+    }
+  });
+
+  it('sends no heartbeat for an attempt once the control plane has recorded its end', async () => {
+    const heartbeats: string[] = [];
+    const server = t.app.getHttpServer();
+    const record = (request: { url?: string }) => {
+      if (request.url?.endsWith('/heartbeat')) heartbeats.push(request.url);
+    };
+    server.on('request', record);
+    try {
+      const ids = await Promise.all([1, 2, 3].map(() => start('quick')));
+      for (const id of ids) expect((await until(id, ['succeeded', 'failed'])).status).toBe('succeeded');
+      // Past the time of each attempt's first heartbeat (2 s after its claim), and then some.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(heartbeats.filter((url) => ids.some((id) => url.includes(id)))).toEqual([]);
+    } finally {
+      server.off('request', record);
     }
   });
 

@@ -71,12 +71,13 @@ describe('the worker under injected faults (embedded stack)', () => {
   it('(d) the same dispatch delivered twice yields one claim', async () => {
     const bus = new InProcessBus();
     const duplicating: Bus = {
-      ...bus,
       publish: async (topic, messages) => {
         await bus.publish(topic, messages);
         if (topic === TOPICS.dispatch) await bus.publish(topic, messages);
       },
       consume: (options) => bus.consume(options),
+      endOffsets: (topic) => bus.endOffsets(topic),
+      committedOffsets: (groupId, topic) => bus.committedOffsets(groupId, topic),
       ensureTopics: (topics) => bus.ensureTopics(topics),
       close: () => bus.close(),
     };
@@ -97,6 +98,8 @@ describe('the worker under injected faults (embedded stack)', () => {
         await bus.publish(topic, messages);
       },
       consume: (options) => bus.consume(options),
+      endOffsets: (topic) => bus.endOffsets(topic),
+      committedOffsets: (groupId, topic) => bus.committedOffsets(groupId, topic),
       ensureTopics: (topics) => bus.ensureTopics(topics),
       close: () => bus.close(),
     };

@@ -72,6 +72,11 @@ export class ConsumerGroup {
     this.runners = log.partitions.map((_, partition) => this.run(partition));
   }
 
+  /** The next offset of `partition` the group will hand out: everything below it was handled. */
+  committedOffset(partition: number): number {
+    return this.committed[partition] ?? 0;
+  }
+
   join(member: GroupMember): void {
     this.members.push(member);
     this.rebalance();

@@ -1,4 +1,4 @@
-import type { Bus, ConsumerHandle, ConsumerOptions, OutgoingMessage } from '../../core/bus.port.js';
+import type { Bus, ConsumerHandle, ConsumerOptions, OutgoingMessage, PartitionOffsets } from '../../core/bus.port.js';
 import { InvalidStateError } from '../../core/errors.js';
 import { ConsumerGroup, GroupMember } from './consumer-group.js';
 import { TopicLog } from './topic-log.js';
@@ -44,6 +44,18 @@ export class InProcessBus implements Bus {
     group.join(member);
     const joined = group;
     return { stop: () => joined.leave(member) };
+  }
+
+  async endOffsets(topic: string): Promise<PartitionOffsets> {
+    this.assertOpen();
+    return new Map(this.topic(topic).partitions.map((messages, partition) => [partition, BigInt(messages.length)]));
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<PartitionOffsets> {
+    this.assertOpen();
+    const log = this.topic(topic);
+    const group = this.groups.get(topic)?.get(groupId);
+    return new Map(log.partitions.map((_, partition) => [partition, BigInt(group?.committedOffset(partition) ?? 0)]));
   }
 
   async ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {

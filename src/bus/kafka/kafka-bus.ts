@@ -1,5 +1,5 @@
 import kafkajs, { type Admin, type Kafka, type Producer } from 'kafkajs';
-import type { Bus, ConsumerHandle, ConsumerOptions, OutgoingMessage } from '../../core/bus.port.js';
+import type { Bus, ConsumerHandle, ConsumerOptions, OutgoingMessage, PartitionOffsets } from '../../core/bus.port.js';
 import { InvalidStateError } from '../../core/errors.js';
 import { createLogger, type Logger } from '../../core/logger.js';
 import { startKafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
@@ -109,6 +109,21 @@ export class KafkaBus implements Bus {
     };
     this.consumers.add(tracked);
     return tracked;
+  }
+
+  async endOffsets(topic: string): Promise<PartitionOffsets> {
+    this.assertOpen();
+    const admin = await this.connectedAdmin();
+    const partitions = await admin.fetchTopicOffsets(topic);
+    return new Map(partitions.map(({ partition, high }) => [partition, BigInt(high)]));
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<PartitionOffsets> {
+    this.assertOpen();
+    const admin = await this.connectedAdmin();
+    const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    // Kafka answers -1 for a partition the group never committed on.
+    return new Map((offsets?.partitions ?? []).map(({ partition, offset }) => [partition, offset.startsWith('-') ? 0n : BigInt(offset)]));
   }
 
   async ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {

@@ -1,4 +1,4 @@
-import { type Bus, type ConsumerHandle, TOPICS } from '../../core/bus.port.js';
+import { type Bus, type ConsumerHandle, INGESTOR_GROUP_ID, TOPICS } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import type { ResultIngestor } from './result-ingestor.js';
 
@@ -28,7 +28,7 @@ export class Ingestor {
     private readonly deps: { bus: Bus; results: ResultIngestor; logger: Logger },
     options: IngestorOptions = {},
   ) {
-    this.options = { groupId: 'flostra-ingestor', concurrency: 4, partitions: 12, restart: { initialMs: 200, maxMs: 10_000 }, ...options };
+    this.options = { groupId: INGESTOR_GROUP_ID, concurrency: 4, partitions: 12, restart: { initialMs: 200, maxMs: 10_000 }, ...options };
   }
 
   async start(): Promise<void> {

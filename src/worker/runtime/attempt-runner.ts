@@ -5,6 +5,7 @@ import type { ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { ClaimRefusedError, type ClaimReply, type ControlPlaneClient } from './control-plane.client.js';
 import type { DispatchMessage } from '../../dispatch/dispatch-message.js';
+import type { IngestWatch } from './ingest-watch.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { ResultPublisher } from './result-publisher.js';
 
@@ -17,6 +18,8 @@ export interface AttemptRunnerOptions {
   logger: Logger;
   /** Nodes of one attempt running at once. */
   nodeConcurrency: number;
+  /** Tells lingering attempts that the ingestor handled their results (see LeaseKeeper.linger). */
+  ingestWatch?: IngestWatch;
 }
 
 export type AttemptEnd = 'not_claimed' | 'succeeded' | 'failed' | 'cancelled' | 'suspended' | 'lease_lost';
@@ -98,7 +101,7 @@ export class AttemptRunner {
     } finally {
       // Anything still held has no one left to travel with: the attempt ended without it.
       publisher.discard();
-      if (published) keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3));
+      if (published) keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3), this.options.ingestWatch);
       else keeper.stop();
     }
   }

@@ -1,5 +1,6 @@
 import type { Logger } from '../../core/logger.js';
 import { ClaimRefusedError, type ControlPlaneClient } from './control-plane.client.js';
+import type { IngestWatch } from './ingest-watch.js';
 
 export type StopReason = 'cancel_requested' | 'lease_lost';
 
@@ -13,6 +14,7 @@ export class LeaseKeeper {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private lingering = false;
+  private stopWatching: (() => void) | null = null;
   private leaseExpiresAt: number;
   reason: StopReason | null = null;
 
@@ -33,18 +35,21 @@ export class LeaseKeeper {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    this.stopWatching?.();
   }
 
   /**
    * After the terminal result was handed to the bus: keep the lease alive until the control
-   * plane has recorded the end (the next heartbeat is refused) or `boundMs` passes. The lease is
-   * checked when the ingestor applies the result, so a slow or restarting broker must not turn
-   * a result published in time into a late one.
+   * plane has handled it, or `boundMs` passes. The lease is checked when the ingestor applies
+   * the result, so a slow or restarting broker must not turn a result published in time into a
+   * late one. The keeper learns of the end from `watch` (the ingestor's progress, shared by the
+   * process's attempts), or else from its next heartbeat being refused.
    */
-  linger(boundMs: number): void {
+  linger(boundMs: number, watch?: IngestWatch): void {
     this.lingering = true;
     const stopAt = setTimeout(() => this.stop(), boundMs);
     stopAt.unref();
+    if (watch !== undefined && !this.stopped) this.stopWatching = watch.whenHandled(() => this.stop());
   }
 
   private schedule(): void {

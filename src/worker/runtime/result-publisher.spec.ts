@@ -22,6 +22,8 @@ function scriptedBus() {
       return ack.promise;
     },
     consume: () => Promise.reject(new Error('not used')),
+    endOffsets: () => Promise.reject(new Error('not used')),
+    committedOffsets: () => Promise.reject(new Error('not used')),
     ensureTopics: async () => {},
     close: async () => {},
   };

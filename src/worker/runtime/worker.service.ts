@@ -1,12 +1,13 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { TOPICS, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
+import { INGESTOR_GROUP_ID, TOPICS, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import { type DispatchMessage, dispatchMessageSchema } from '../../dispatch/dispatch-message.js';
 import type { ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { AttemptRunner } from './attempt-runner.js';
 import { ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
+import { IngestWatch } from './ingest-watch.js';
 
 export const DISPATCH_DLQ_TOPIC = 'flostra.dispatch.dlq.v1';
 
@@ -24,6 +25,8 @@ export interface WorkerOptions {
   workerId?: string;
   /** Consumer group of the dispatch topic; every worker of a deployment shares the default. */
   groupId?: string;
+  /** How often lingering attempts look at the ingestor's progress (see IngestWatch). Default 500 ms. */
+  ingestWatchPeriodMs?: number;
 }
 
 /**
@@ -36,6 +39,7 @@ export class WorkerService {
   private stopping = false;
   private readonly runner: AttemptRunner;
   private readonly client: ControlPlaneClient;
+  private readonly ingestWatch: IngestWatch;
   /** Attempts this process already ran: a redelivered dispatch is not claimed twice. */
   private readonly seen = new Map<string, true>();
   /** Attempts running in this process now, by attemptId. */
@@ -44,6 +48,13 @@ export class WorkerService {
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.client = new ControlPlaneClient(options.apiUrl, options.token);
+    this.ingestWatch = new IngestWatch({
+      bus: options.bus,
+      topic: TOPICS.results,
+      groupId: INGESTOR_GROUP_ID,
+      periodMs: options.ingestWatchPeriodMs ?? 500,
+      logger: options.logger.child({ component: 'worker' }),
+    });
     this.runner = new AttemptRunner({
       bus: options.bus,
       client: this.client,
@@ -52,6 +63,7 @@ export class WorkerService {
       workerId: this.workerId,
       logger: options.logger.child({ component: 'worker', workerId: this.workerId }),
       nodeConcurrency: options.nodeConcurrency,
+      ingestWatch: this.ingestWatch,
     });
   }
 
@@ -77,6 +89,7 @@ export class WorkerService {
     this.stopping = true;
     await this.consumer?.stop();
     this.consumer = null;
+    this.ingestWatch.stop();
     this.client.close();
   }
 
