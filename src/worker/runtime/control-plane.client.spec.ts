@@ -40,6 +40,44 @@ describe('ControlPlaneClient', () => {
     }
   });
 
+  describe('a won claim', () => {
+    const reply = (digest: string, graph: unknown) => ({
+      executionId: 'e-1', workspaceId: 'ws', attemptId: 'a-1', attemptNumber: 1, fencingToken: 3,
+      leaseExpiresAt: '2031-01-01T00:00:30.000Z', heartbeatIntervalMs: 10_000,
+      workflow: { workflowId: 'wf-1', name: 'flow', revision: 1, digest, graph },
+      input: { n: 1 }, completedNodes: {},
+    });
+    const graph = { nodes: [{ id: 'a', type: 'noop' }, { id: 'b', type: 'noop' }], edges: [{ from: 'a', to: 'b' }] };
+
+    it('returns the reply with its graph checked (defaults filled in), and refuses a graph that is not one', async () => {
+      answers.set('/c-1/claim', json(200, reply('digest-1', graph)));
+      answers.set('/c-2/claim', json(200, reply('digest-2', { nodes: 'none' })));
+      const client = new ControlPlaneClient(baseUrl, 'secret');
+      try {
+        const claim = await client.claim('e-1', 'c-1', 'w-1');
+        expect(claim).toMatchObject({ fencingToken: 3, input: { n: 1 }, workflow: { digest: 'digest-1' } });
+        expect(claim.workflow.graph.nodes.map((n) => n.id)).toEqual(['a', 'b']);
+        expect(claim.workflow.graph.timeouts.leaseMs).toEqual(expect.any(Number));
+        await expect(client.claim('e-1', 'c-2', 'w-1')).rejects.toThrow(/nodes/);
+      } finally {
+        client.close();
+      }
+    });
+
+    it('runs the graph checked for a digest whenever that digest comes again', async () => {
+      answers.set('/c-3/claim', json(200, reply('digest-3', graph)));
+      answers.set('/c-4/claim', json(200, reply('digest-3', { nodes: 'not this' })));
+      const client = new ControlPlaneClient(baseUrl, 'secret');
+      try {
+        const first = await client.claim('e-1', 'c-3', 'w-1');
+        const again = await client.claim('e-1', 'c-4', 'w-1');
+        expect(again.workflow.graph).toEqual(first.workflow.graph);
+      } finally {
+        client.close();
+      }
+    });
+  });
+
   it('turns a 409 into ClaimRefusedError with its code, and a 503 into ControlPlaneUnavailableError', async () => {
     answers.set('/a-2/claim', json(409, { code: 'stale_attempt', detail: 'someone else holds it' }));
     answers.set('/a-3/claim', json(503, { code: 'unavailable', detail: 'store down' }));

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
-import { workflowGraphSchema } from '../../workflows/domain/workflow-graph.schema.js';
+import { workflowGraphSchema, type WorkflowGraph } from '../../workflows/domain/workflow-graph.schema.js';
 
 /** What a won claim hands the worker (API.md "Worker protocol"), checked at the edge. */
 export const claimReplySchema = z.object({
@@ -17,6 +17,12 @@ export const claimReplySchema = z.object({
   completedNodes: z.record(z.string(), z.unknown()),
 });
 export type ClaimReply = z.infer<typeof claimReplySchema>;
+
+/** The claim reply with its graph left unchecked: checked once per workflow digest (see `claim`). */
+const claimEnvelopeSchema = claimReplySchema.extend({ workflow: claimReplySchema.shape.workflow.extend({ graph: z.unknown() }) });
+
+/** Graphs already checked, by workflow digest: the workflows this worker runs again and again. */
+const CHECKED_GRAPHS = 256;
 
 const heartbeatReplySchema = z.object({ leaseExpiresAt: z.string(), cancelRequested: z.boolean() });
 export type HeartbeatReply = z.infer<typeof heartbeatReplySchema>;
@@ -44,6 +50,7 @@ export class ControlPlaneUnavailableError extends Error {}
 export class ControlPlaneClient {
   private readonly base: URL;
   private readonly agent: http.Agent;
+  private readonly checkedGraphs = new Map<string, WorkflowGraph>();
 
   constructor(
     baseUrl: string,
@@ -55,8 +62,21 @@ export class ControlPlaneClient {
     this.agent = this.base.protocol === 'https:' ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   }
 
+  /**
+   * Claims an attempt. The reply is checked at the edge; its graph, the largest part, only the
+   * first time its workflow digest comes: the digest names the published revision's exact
+   * content, so later replies of that revision run the graph checked then.
+   */
   async claim(executionId: string, attemptId: string, workerId: string): Promise<ClaimReply> {
-    return claimReplySchema.parse(await this.post(`/v1/executions/${executionId}/attempts/${attemptId}/claim`, { workerId }));
+    const reply = claimEnvelopeSchema.parse(await this.post(`/v1/executions/${executionId}/attempts/${attemptId}/claim`, { workerId }));
+    const { digest } = reply.workflow;
+    let graph = this.checkedGraphs.get(digest);
+    if (graph === undefined) {
+      graph = claimReplySchema.shape.workflow.shape.graph.parse(reply.workflow.graph);
+      this.checkedGraphs.set(digest, graph);
+      if (this.checkedGraphs.size > CHECKED_GRAPHS) this.checkedGraphs.delete(this.checkedGraphs.keys().next().value!);
+    }
+    return { ...reply, workflow: { ...reply.workflow, graph } };
   }
 
   async heartbeat(executionId: string, attemptId: string, workerId: string, fencingToken: number): Promise<HeartbeatReply> {
