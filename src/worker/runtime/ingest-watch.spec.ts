@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InProcessBus } from '../../bus/in-process/in-process-bus.js';
@@ -202,6 +202,24 @@ describe('a lingering LeaseKeeper', () => {
     expect(watch.waiting).toBe(0); // stopping let go of the watch
     watch.stop();
     client.close();
+  });
+
+  it('leaves no timer behind once stopped, so nothing holds the attempt for the rest of its bound', async () => {
+    const client = new ControlPlaneClient(apiUrl, 'token');
+    jest.useFakeTimers();
+    try {
+      const keepers = Array.from({ length: 5 }, () => keeperFor(client));
+      for (const keeper of keepers) {
+        keeper.start();
+        keeper.linger(60_000);
+      }
+      expect(jest.getTimerCount()).toBe(10); // a heartbeat and the bound each
+      for (const keeper of keepers) keeper.stop();
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+      client.close();
+    }
   });
 
   it('stops heartbeating once the ingestor has handled its result, without asking the control plane', async () => {

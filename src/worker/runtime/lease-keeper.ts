@@ -12,6 +12,7 @@ export type StopReason = 'cancel_requested' | 'lease_lost';
  */
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | null = null;
+  private bound: NodeJS.Timeout | null = null;
   private stopped = false;
   private lingering = false;
   private stopWatching: (() => void) | null = null;
@@ -35,6 +36,8 @@ export class LeaseKeeper {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    // Its timers would otherwise hold the keeper, and the claim with its graph, for the bound.
+    if (this.bound) clearTimeout(this.bound);
     this.stopWatching?.();
   }
 
@@ -47,8 +50,8 @@ export class LeaseKeeper {
    */
   linger(boundMs: number, watch?: IngestWatch): void {
     this.lingering = true;
-    const stopAt = setTimeout(() => this.stop(), boundMs);
-    stopAt.unref();
+    this.bound = setTimeout(() => this.stop(), boundMs);
+    this.bound.unref();
     if (watch !== undefined && !this.stopped) this.stopWatching = watch.whenHandled(() => this.stop());
   }
 
