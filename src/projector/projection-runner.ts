@@ -206,8 +206,10 @@ export function toProjectedEvent(recorded: RecordedEvent): ProjectedEvent {
   const known = projected.get(recorded);
   if (known !== undefined) return known;
   const event = parseExecutionEvent(recorded);
+  // Named fields, not a spread of the event: one object shape for every event type.
   const result = {
-    ...event,
+    type: event.type,
+    data: event.data,
     position: recorded.position,
     eventId: recorded.id,
     executionId: recorded.streamId.slice(EXECUTION_PREFIX.length),
