@@ -72,7 +72,7 @@ export class ControlPlaneClient {
     const { digest } = reply.workflow;
     let graph = this.checkedGraphs.get(digest);
     if (graph === undefined) {
-      graph = claimReplySchema.shape.workflow.shape.graph.parse(reply.workflow.graph);
+      graph = workflowGraphSchema.parse(reply.workflow.graph);
       this.checkedGraphs.set(digest, graph);
       if (this.checkedGraphs.size > CHECKED_GRAPHS) this.checkedGraphs.delete(this.checkedGraphs.keys().next().value!);
     }
