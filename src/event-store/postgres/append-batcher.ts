@@ -1,5 +1,5 @@
 import { sqlErrorInfo, type SqlQueryable } from '../../postgres/sql-client.port.js';
-import { APPEND_AND_READ_SQL, APPEND_MANY_SQL, APPEND_SQL, type AppendRow, type EventRow } from './event-store.queries.js';
+import { APPEND_MANY_SQL, APPEND_SQL, type AppendRow } from './event-store.queries.js';
 
 /** One caller's append, as `event_store.append` takes it; `events` is its JSON array, already serialized. */
 export interface AppendRequest {
@@ -7,31 +7,6 @@ export interface AppendRequest {
   kind: string;
   revision: number | null;
   events: string;
-}
-
-/** An append's answer, and whether the appending store's shared tail already holds its events. */
-export interface AppendOutcome extends AppendRow {
-  tailed: boolean;
-}
-
-/** Where a batch may read the log after, from the shared tail of the appending store. */
-export interface TailReadPoint<P> {
-  point: P;
-  transactionId: bigint;
-  seq: bigint;
-  /** Events the tail takes from one read at most. */
-  limit: number;
-}
-
-/** The shared tail of the log, which a batch extends in its own round trip when it can. */
-export interface AppendTail<P> {
-  /** Null when nobody follows the log's end: the batch then reads nothing. */
-  readPoint(): TailReadPoint<P> | null;
-  /**
-   * The batch committed, and read every event after the point up to its own last one, in
-   * position order. Returns whether the tail took them (it moved meanwhile, or stopped: not).
-   */
-  extend(point: P, events: EventRow[]): boolean;
 }
 
 export interface AppendBatcherOptions {
@@ -43,7 +18,7 @@ export interface AppendBatcherOptions {
 
 interface Pending {
   request: AppendRequest;
-  resolve(row: AppendOutcome): void;
+  resolve(row: AppendRow): void;
   reject(error: unknown): void;
 }
 
@@ -59,13 +34,8 @@ interface Pending {
  * rolled back, and its appends are sent again one by one, so the duplicate fails alone, as
  * the caller's own error. Any other error reaches every caller of the batch: nothing of it
  * was committed.
- *
- * While someone follows the log's end (`tail`), a batch also reads the log after the shared
- * tail up to its own events, in the same statement (`event_store.append_and_read`), when no
- * older transaction is open: the subscriptions at the head then get the batch's events without
- * another round trip. Otherwise the store wakes them to read as before.
  */
-export class AppendBatcher<P = unknown> {
+export class AppendBatcher {
   private readonly queue: Pending[] = [];
   private inFlight = 0;
   private scheduled = false;
@@ -73,7 +43,6 @@ export class AppendBatcher<P = unknown> {
   constructor(
     private readonly sql: SqlQueryable,
     private readonly options: AppendBatcherOptions,
-    private readonly tail: AppendTail<P> | null = null,
   ) {
     for (const [name, value] of Object.entries(options)) {
       if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
@@ -81,8 +50,8 @@ export class AppendBatcher<P = unknown> {
   }
 
   /** Resolves with the append's row (a conflict is a row too); rejects with the database's error. */
-  append(request: AppendRequest): Promise<AppendOutcome> {
-    return new Promise<AppendOutcome>((resolve, reject) => {
+  append(request: AppendRequest): Promise<AppendRow> {
+    return new Promise<AppendRow>((resolve, reject) => {
       this.queue.push({ request, resolve, reject });
       // Once per turn, after its synchronous code: appends made together start together.
       if (this.scheduled) return;
@@ -107,19 +76,10 @@ export class AppendBatcher<P = unknown> {
 
   /** Settles every caller of the batch; never throws. */
   private async send(batch: Pending[]): Promise<void> {
-    const read = this.tail?.readPoint() ?? null;
-    if (batch.length === 1 && read === null) return this.sendAlone(batch[0]!);
-    let rows: (AppendRow & Partial<EventRow> & { ord: number | null })[];
+    if (batch.length === 1) return this.sendAlone(batch[0]!);
+    let rows: (AppendRow & { ord: number })[];
     try {
-      ({ rows } =
-        read === null
-          ? await this.sql.query<AppendRow & { ord: number }>(APPEND_MANY_SQL, [batchJson(batch)])
-          : await this.sql.query<AppendRow & EventRow & { ord: number | null }>(APPEND_AND_READ_SQL, [
-              batchJson(batch),
-              read.transactionId.toString(),
-              read.seq.toString(),
-              read.limit,
-            ]));
+      ({ rows } = await this.sql.query<AppendRow & { ord: number }>(APPEND_MANY_SQL, [batchJson(batch)]));
     } catch (error) {
       if (isDuplicateEventId(error)) {
         // In call order: appends to one stream keep the order their callers made them in.
@@ -129,17 +89,13 @@ export class AppendBatcher<P = unknown> {
       for (const pending of batch) pending.reject(error);
       return;
     }
-    const answers = rows.filter((row) => row.ord !== null);
-    const events = rows.filter((row) => row.ord === null) as EventRow[];
-    // Extended before anyone hears of the append: whoever it wakes finds the events there.
-    const tailed = read !== null && events.length > 0 && events.length <= read.limit && this.tail!.extend(read.point, events);
-    for (const row of answers) {
-      const { ord, conflict, actual_revision, next_revision, position_xid, position_seq } = row;
-      batch[Number(ord) - 1]!.resolve({ conflict, actual_revision, next_revision, position_xid, position_seq, tailed });
+    for (const row of rows) {
+      const { ord, ...append } = row;
+      batch[Number(ord) - 1]!.resolve(append);
     }
     // The function answers every append; should a row be missing, its caller must not hang.
-    if (answers.length !== batch.length) {
-      const answered = new Set(answers.map((row) => Number(row.ord) - 1));
+    if (rows.length !== batch.length) {
+      const answered = new Set(rows.map((row) => Number(row.ord) - 1));
       batch.forEach((pending, index) => answered.has(index) || pending.reject(new Error('the batch append returned no row for this append')));
     }
   }
@@ -147,7 +103,7 @@ export class AppendBatcher<P = unknown> {
   private async sendAlone({ request, resolve, reject }: Pending): Promise<void> {
     try {
       const { rows } = await this.sql.query<AppendRow>(APPEND_SQL, [request.streamId, request.kind, request.revision, request.events]);
-      resolve({ ...rows[0]!, tailed: false });
+      resolve(rows[0]!);
     } catch (error) {
       reject(error);
     }

@@ -21,14 +21,6 @@ export const APPEND_MANY_SQL = reusable(
   'select ord, conflict, actual_revision, next_revision, position_xid, position_seq from event_store.append_many($1::jsonb)',
 );
 
-/**
- * `append_many`, plus the log after a cursor up to the batch's own events when nothing older is
- * still open (see the schema's version 3): rows with `ord` are AppendRows, rows without are EventRows.
- */
-export const APPEND_AND_READ_SQL = reusable(
-  'select * from event_store.append_and_read($1::jsonb, $2::xid8, $3::bigint, $4::integer)',
-);
-
 export const READ_STREAM_SQL = reusable(`select ${EVENT_COLUMNS} from event_store.events e
   where e.stream_id = $1 and e.stream_revision >= $2
   order by e.stream_revision

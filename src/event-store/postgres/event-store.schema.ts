@@ -117,40 +117,6 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: string[] }> = [
       $fn$`,
     ],
   },
-  {
-    version: 3,
-    statements: [
-      // The appends of `append_many`, then, when no transaction older than this one is still
-      // open, every event after the cursor up to this transaction's own: once this one commits,
-      // nothing can appear below its events any more (a transaction still to commit has a larger
-      // id), so the shared tail of the appending process extends itself without reading again.
-      // Rows with `ord` answer the appends; rows without are the events, in position order, at
-      // most p_limit + 1 of them (more than p_limit: the caller reads the usual way instead).
-      `create or replace function event_store.append_and_read(p_appends jsonb, p_after_xid xid8, p_after_seq bigint, p_limit integer)
-      returns table (ord integer, conflict boolean, actual_revision bigint, next_revision bigint, position_xid text, position_seq bigint,
-        event_id text, type text, stream_id text, stream_revision bigint, transaction_id text, seq bigint, data jsonb, metadata jsonb,
-        recorded_at timestamptz)
-      language plpgsql as $fn$
-      declare
-        v_xid xid8;
-      begin
-        return query select a.ord, a.conflict, a.actual_revision, a.next_revision, a.position_xid, a.position_seq,
-            null::text, null::text, null::text, null::bigint, null::text, null::bigint, null::jsonb, null::jsonb, null::timestamptz
-          from event_store.append_many(p_appends) a;
-        v_xid := pg_current_xact_id_if_assigned();
-        if v_xid is null or pg_snapshot_xmin(pg_current_snapshot()) < v_xid then
-          return;
-        end if;
-        return query select null::integer, null::boolean, null::bigint, null::bigint, null::text, null::bigint,
-            e.event_id::text, e.type, e.stream_id, e.stream_revision, e.transaction_id::text, e.seq, e.data, e.metadata, e.recorded_at
-          from event_store.events e
-          where (e.transaction_id, e.seq) > (p_after_xid, p_after_seq) and e.transaction_id <= v_xid
-          order by e.transaction_id, e.seq
-          limit p_limit + 1;
-      end
-      $fn$`,
-    ],
-  },
 ];
 
 export const EVENT_STORE_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -86,10 +86,9 @@ export class LogTail {
   /**
    * Adds what a refresh read after `point.after`, unfiltered and in order, up to `head`: the
    * readable head of its snapshot when it read everything readable, else its last event.
-   * Returns false, taking nothing, when the window moved or stopped since `point` was taken.
    */
-  extend(point: RefreshPoint, events: RecordedEvent[], head: Position | null): boolean {
-    if (point.generation !== this.generation || point.after !== this.to) return false;
+  extend(point: RefreshPoint, events: RecordedEvent[], head: Position | null): void {
+    if (point.generation !== this.generation || point.after !== this.to) return;
     this.events.push(...events);
     const last = events.length > 0 ? events[events.length - 1]!.position : point.after;
     this.to = head !== null && head > last ? head : last;
@@ -98,7 +97,6 @@ export class LogTail {
       this.from = this.events[excess - 1]!.position;
       this.events.splice(0, excess);
     }
-    return true;
   }
 
   /** Index of the first event after `cursor` (binary search: the window is in position order). */

@@ -114,16 +114,6 @@ export class LogWatcher {
     this.wake();
   }
 
-  /**
-   * The tail grew without a probe (an append of this store read the log up to its own events
-   * in its round trip): waiters check their condition, as after a probe.
-   */
-  extended(): void {
-    for (const waiter of [...this.waiters]) {
-      if (waiter.ready()) waiter.resolve();
-    }
-  }
-
   /** Resolves once `ready()` holds (checked now and after each probe), or when `signal` aborts. */
   waitUntil(ready: () => boolean, signal: AbortSignal): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the event store is closed'));

@@ -12,7 +12,7 @@ import type {
   SubscribeOptions,
 } from '../../core/event-store.port.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
-import { AppendBatcher, isDuplicateEventId, type AppendOutcome } from './append-batcher.js';
+import { AppendBatcher, isDuplicateEventId } from './append-batcher.js';
 import {
   PROBE_SQL,
   READ_PAGE_SQL,
@@ -22,6 +22,7 @@ import {
   headPosition,
   revisionName,
   toRecordedEvent,
+  type AppendRow,
   type EventRow,
   type HeadRow,
 } from './event-store.queries.js';
@@ -93,26 +94,10 @@ export class PostgresEventStore implements EventStore {
     private readonly options: PostgresEventStoreOptions = {},
   ) {
     this.defaultBatchSize = options.defaultBatchSize ?? 500;
+    this.appends = new AppendBatcher(client, { maxInFlight: options.appendBatchesInFlight ?? 1, maxBatch: APPEND_BATCH_LIMIT });
     const tailCapacity = validateInteger('tailCapacity', options.tailCapacity ?? 4_096, 1);
     this.tail = new LogTail(tailCapacity);
     this.tailPageSize = Math.min(TAIL_PAGE_SIZE, tailCapacity);
-    this.appends = new AppendBatcher(
-      client,
-      { maxInFlight: options.appendBatchesInFlight ?? 1, maxBatch: APPEND_BATCH_LIMIT },
-      {
-        readPoint: () => {
-          const point = this.tail.refreshPoint();
-          if (point === null) return null;
-          const { transactionId, seq } = decodePosition(point.after);
-          return { point, transactionId, seq, limit: this.tailPageSize };
-        },
-        extend: (point, rows) => {
-          if (!this.tail.extend(point, rows.map(toRecordedEvent), null)) return false;
-          this.watcher.extended();
-          return true;
-        },
-      },
-    );
     this.watcher = new LogWatcher({
       probe: () => this.refreshTail(),
       listen: (onWake) =>
@@ -150,7 +135,7 @@ export class PostgresEventStore implements EventStore {
     validateEvents(events);
     const [kind, revision] = expectedRevisionParams(options.expectedRevision);
     const payload = JSON.stringify(events.map(({ id, type, data, metadata }) => ({ id, type, data, metadata })));
-    let row: AppendOutcome;
+    let row: AppendRow;
     try {
       row = await this.appends.append({ streamId, kind, revision, events: payload });
     } catch (error) {
@@ -163,8 +148,7 @@ export class PostgresEventStore implements EventStore {
     if (row.conflict) {
       throw new WrongExpectedRevisionError(streamId, String(options.expectedRevision), revisionName(Number(row.actual_revision)));
     }
-    // An append that extended the shared tail itself has nothing left for this store to read.
-    if (!row.tailed) this.watcher.wake();
+    this.watcher.wake();
     this.notifier.request();
     return {
       nextRevision: Number(row.next_revision),
@@ -234,11 +218,8 @@ export class PostgresEventStore implements EventStore {
     const events = eventRows.map(toRecordedEvent);
     const more = events.length === this.tailPageSize;
     // A full page ends at its last event: the head lies further on, beyond events not read yet.
-    const taken = this.tail.extend(point, events, more ? null : headPosition(rows[0]));
-    // An append of this store extended the tail while this read ran: what it read may reach
-    // further than the append did, so read again from where the tail ends now.
-    const raced = !taken && this.tail.refreshPoint()?.generation === point.generation;
-    return { heldBack: rows[0]?.held_back === true, more: more || raced, appends: new Set(eventRows.map((row) => row.transaction_id)).size };
+    this.tail.extend(point, events, more ? null : headPosition(rows[0]));
+    return { heldBack: rows[0]?.held_back === true, more, appends: new Set(eventRows.map((row) => row.transaction_id)).size };
   }
 
   private async currentRevision(streamId: string): Promise<string> {
