@@ -33,6 +33,23 @@ export function post(url: string, headers: Record<string, string>, body: string)
   });
 }
 
+/**
+ * Before its first cell, a stack runs this long at 16 concurrent (BENCH_STACK_WARMUP_SECONDS,
+ * default 20): the broker's JVM and V8 compile their hot paths over the first thousands of
+ * executions. In session 9's runs a first cell at 1 concurrent on a cold stack ran 25–50 % fewer
+ * executions per second than the same cell after this warm-up. Each cell still warms up at its
+ * own concurrency too.
+ */
+export const STACK_WARMUP_SECONDS = nonNegativeSeconds('BENCH_STACK_WARMUP_SECONDS', 20);
+
+function nonNegativeSeconds(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds < 0) throw new Error(`${name} must be a number of seconds, 0 or more; got ${JSON.stringify(raw)}`);
+  return seconds;
+}
+
 export interface ClosedLoopResult {
   concurrency: number;
   executions: number;

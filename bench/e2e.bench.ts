@@ -19,7 +19,7 @@ import type { SqlClient } from '../src/postgres/sql-client.port.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
 import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
-import { closedLoop, post } from './bench-support.js';
+import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
 
 /**
  * End-to-end throughput and latency: a 4-node diamond of `noop` nodes (A→B, A→C, B+C→D)
@@ -142,6 +142,8 @@ async function runMode(mode: string) {
     };
   }
 
+  log(`${mode}: warming the stack up at 16 concurrent for ${STACK_WARMUP_SECONDS}s`);
+  await measure(16, STACK_WARMUP_SECONDS);
   const results = [];
   for (const concurrency of CONCURRENCY) {
     log(`${mode}: concurrency ${concurrency}, warm-up`);
@@ -226,6 +228,7 @@ async function main() {
   const report = {
     benchmark: 'diamond workflow (4 noop nodes: A→B, A→C, B+C→D), closed loop, start→ExecutionSucceeded',
     secondsPerCell: SECONDS,
+    warmUpSeconds: { stackAt16: STACK_WARMUP_SECONDS, eachCell: WARMUP_SECONDS },
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },
     modes: [] as unknown[],
   };

@@ -5,7 +5,7 @@ import { Kafka, logLevel, Partitioners, type Producer } from 'kafkajs';
 import pg from 'pg';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
 import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
-import { closedLoop, post } from './bench-support.js';
+import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
 
 /**
  * The floor under `bench:e2e`'s `full` mode: the same crossings a diamond execution makes,
@@ -253,6 +253,8 @@ async function main() {
   // The consumers are in their groups once a first execution gets through.
   log('waiting for the consumers to join');
   await oneExecution();
+  log(`warming the stack up at 16 concurrent for ${STACK_WARMUP_SECONDS}s`);
+  await measure(16, STACK_WARMUP_SECONDS);
   const results = [];
   for (const concurrency of CONCURRENCY) {
     log(`concurrency ${concurrency}, warm-up`);
@@ -271,6 +273,7 @@ async function main() {
     JSON.stringify({
       benchmark: 'the crossings of bench:e2e full mode without Flostra: node:http, pg, kafkajs on the same real Postgres and Kafka, closed loop',
       secondsPerCell: SECONDS,
+      warmUpSeconds: { stackAt16: STACK_WARMUP_SECONDS, eachCell: WARMUP_SECONDS },
       machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },
       results,
     }) + '\n',
