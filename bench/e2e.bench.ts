@@ -30,6 +30,9 @@ import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
  * Modes: `full` (Postgres + Kafka, every role in this process), `split` (the same, but the
  * worker runs in a process of its own, `FLOSTRA_ROLES=worker node dist/src/main.js`, as
  * docker-compose.yml deploys it), `embedded` (PGlite + in-process bus, one process).
+ *
+ * Each stack first runs STACK_WARMUP_SECONDS at 16 concurrent (see bench-support.ts), then each
+ * cell warms up at its own concurrency before it is measured.
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
