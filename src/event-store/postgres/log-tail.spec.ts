@@ -42,6 +42,21 @@ describe('log tail', () => {
       expect(tail.take(at(10, 1), null, 5)).toBeNull();
       expect(tail.take(log[0]!.position, null, 5)).toEqual({ events: log.slice(1), next: log[3]!.position });
     });
+
+    it('keeps exactly the newest events over many refreshes, one event each', () => {
+      const tail = new LogTail(3);
+      tail.join(at(10, 1));
+      const seen: RecordedEvent[] = [];
+      for (let n = 0; n < 20; n++) {
+        const next = event(`s-${n}`, 11 + n, 1);
+        tail.extend(tail.refreshPoint()!, [next], next.position);
+        seen.push(next);
+        const held = seen.slice(-3);
+        const before = seen.length > 3 ? seen[seen.length - 4]!.position : at(10, 1);
+        expect(tail.take(before, null, 10)).toEqual({ events: held, next: next.position });
+        if (seen.length > 3) expect(tail.take(seen[seen.length - 5]?.position ?? at(10, 1), null, 10)).toBeNull();
+      }
+    });
   });
 
   describe('when the last subscription leaves', () => {
