@@ -36,6 +36,7 @@ export const timelineProjection: ProjectionDefinition<TimelineBatch, string> = {
   name: 'timeline',
   version: 1,
   relations: ['timeline', 'timeline_owners'],
+  feedsLiveStreams: true,
 
   tables: (suffix) => [
     `create table read_models.timeline${suffix} (

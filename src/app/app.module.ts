@@ -31,7 +31,7 @@ export class AppModule {
       imports: [
         CoreModule.forRoot(deps),
         AuthModule.forRoot(deps.registry),
-        ProjectorModule.forRoot({ run: runProjector, projector: deps.projector }),
+        ProjectorModule.forRoot({ run: runProjector, projector: { gatherMs: deps.config.projectorGatherMs, ...deps.projector } }),
         WorkflowsModule,
         ExecutionsModule,
         AdminModule,

@@ -37,6 +37,10 @@ describe('loadConfig', () => {
       expect(config.logLevel).toBe('info');
     });
 
+    it('lets a projector hold a short batch back 50 ms while appends stream in', () => {
+      expect(config.projectorGatherMs).toBe(50);
+    });
+
     it('is frozen', () => {
       expect(Object.isFrozen(config)).toBe(true);
     });
@@ -61,6 +65,7 @@ describe('loadConfig', () => {
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
+      FLOSTRA_PROJECTOR_GATHER_MS: '0',
       LOG_LEVEL: 'DEBUG',
     });
     expect(config).toEqual({
@@ -76,6 +81,7 @@ describe('loadConfig', () => {
       apiUrl: 'http://api:3000',
       workerToken: 'secret-worker-token',
       workerConcurrency: 16,
+      projectorGatherMs: 0,
       egressAllow: ['10.1.0.0/16', '.corp.example'],
       logLevel: 'debug',
     });
@@ -107,6 +113,8 @@ describe('loadConfig', () => {
       ['LOG_LEVEL', 'loud', 'LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"'],
       ['FLOSTRA_API_URL', 'ftp://api', 'FLOSTRA_API_URL: expected an http:// or https:// URL of the api, got "ftp://api"'],
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
+      ['FLOSTRA_PROJECTOR_GATHER_MS', '10001', 'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "10001"'],
+      ['FLOSTRA_PROJECTOR_GATHER_MS', '2.5', 'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "2.5"'],
     ])('%s=%s', (variable, value, message) => {
       const error = configError({ [variable]: value });
       expect(error.message).toContain(message);

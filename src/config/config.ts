@@ -10,6 +10,9 @@ const LOG_THRESHOLDS = ['debug', 'info', 'warn', 'error', 'silent'] as const sat
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
+/** See `ProjectorOptions.gatherMs`. */
+export const DEFAULT_PROJECTOR_GATHER_MS = 50;
+
 /** Start-up stops on it; the message names every offending variable. */
 export class ConfigError extends Error {
   constructor(
@@ -96,6 +99,11 @@ const envSchema = z.object({
     const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
     return n >= 1 && n <= 1000 ? n : fail(ctx, 'expected an integer 1-1000');
   }),
+  FLOSTRA_PROJECTOR_GATHER_MS: optional.transform((raw, ctx) => {
+    if (raw === undefined) return DEFAULT_PROJECTOR_GATHER_MS;
+    const ms = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
+    return ms >= 0 && ms <= 10_000 ? ms : fail(ctx, 'expected an integer number of milliseconds 0-10000');
+  }),
   FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
     raw === undefined ? [] : raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')),
   LOG_LEVEL: optional.transform((raw, ctx) => {
@@ -131,6 +139,8 @@ function toConfig(env: Env) {
     workerToken: env.FLOSTRA_WORKER_TOKEN,
     /** Attempts one worker process runs at once. */
     workerConcurrency: env.FLOSTRA_WORKER_CONCURRENCY,
+    /** How long a projector holds a short batch back for more while appends stream in; 0: never. */
+    projectorGatherMs: env.FLOSTRA_PROJECTOR_GATHER_MS,
     /** CIDRs (`10.0.0.0/8`) and host names (`.example.com` for subdomains) http nodes may reach beyond the public internet. */
     egressAllow: env.FLOSTRA_EGRESS_ALLOW as readonly string[],
     logLevel: env.LOG_LEVEL,

@@ -105,7 +105,9 @@ export class ProjectionRunner {
       // wait for the live version only; a rebuild that switches becomes it).
       hurry: (cut) =>
         this.options.signals.onHurry(definition.name, () => {
-          if (this.role === 'live') cut();
+          if (this.role !== 'live') return false;
+          cut();
+          return true;
         }),
     });
     try {

@@ -9,6 +9,15 @@ import { WakeNotifier } from '../postgres/wake-notifier.js';
 export const PROJECTIONS_CHANNEL = 'flostra_projections';
 
 /**
+ * NOTIFY channel on which a reader with no live runner of a projection in its process asks the
+ * projector that has one to commit the batch it is holding back: a JSON array of names.
+ */
+export const HURRY_CHANNEL = 'flostra_projections_hurry';
+
+/** A runner's answer to a hurry: true when it is the live runner (and let its batch go). */
+export type HurryListener = () => boolean;
+
+/**
  * Called when a projection may have advanced. `livePosition` is the live checkpoint when this
  * process committed it; null when the news came from elsewhere (re-read the checkpoint).
  */
@@ -24,10 +33,13 @@ export type AdvanceListener = (livePosition: Position | null) => void;
  */
 export class ProjectionSignals {
   private readonly listeners = new Map<string, Set<AdvanceListener>>();
-  private readonly hurryListeners = new Map<string, Set<() => void>>();
+  private readonly hurryListeners = new Map<string, Set<HurryListener>>();
   private listening: Promise<(() => Promise<void>) | null> | null = null;
+  private hurryListening: Promise<(() => Promise<void>) | null> | null = null;
   private readonly toNotify = new Set<string>();
+  private readonly toHurry = new Set<string>();
   private readonly notifier: WakeNotifier;
+  private readonly hurryNotifier: WakeNotifier;
   private closed = false;
 
   constructor(
@@ -38,6 +50,11 @@ export class ProjectionSignals {
       const names = [...this.toNotify];
       this.toNotify.clear();
       return names.length === 0 ? Promise.resolve() : this.sql.notify(PROJECTIONS_CHANNEL, JSON.stringify(names));
+    }, onError);
+    this.hurryNotifier = new WakeNotifier(() => {
+      const names = [...this.toHurry];
+      this.toHurry.clear();
+      return names.length === 0 ? Promise.resolve() : this.sql.notify(HURRY_CHANNEL, JSON.stringify(names));
     }, onError);
   }
 
@@ -60,19 +77,27 @@ export class ProjectionSignals {
   }
 
   /**
-   * A reader in this process waits for `name` to advance: its runner here, if it is holding a
-   * short batch back for more to join it, commits that batch now. Readers in other processes
-   * wait out the window (the projector's `gatherMs`).
+   * A reader waits for `name` to advance: the live runner holding a short batch back for more to
+   * join it commits that batch now. A live runner in this process hears it directly; otherwise
+   * the request goes by NOTIFY to the projector that has one (coalesced, like the wake-ups).
    */
   hurry(name: string): void {
-    for (const listener of [...(this.hurryListeners.get(name) ?? [])]) listener();
+    let handled = false;
+    for (const listener of [...(this.hurryListeners.get(name) ?? [])]) handled = listener() || handled;
+    if (handled || this.closed) return;
+    this.toHurry.add(name);
+    this.hurryNotifier.request();
   }
 
-  /** Called on each `hurry(name)`; returns the unsubscribe. */
-  onHurry(name: string, listener: () => void): () => void {
+  /**
+   * Called on each hurry of `name`, from this process or another; returns the unsubscribe. The
+   * first call makes this process listen for hurries sent by others.
+   */
+  onHurry(name: string, listener: HurryListener): () => void {
     let set = this.hurryListeners.get(name);
     if (set === undefined) this.hurryListeners.set(name, (set = new Set()));
     set.add(listener);
+    this.listenForHurries();
     return () => {
       set.delete(listener);
     };
@@ -80,10 +105,25 @@ export class ProjectionSignals {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.notifier.flush();
-    const unlisten = await this.listening;
-    this.listening = null;
-    await unlisten?.().catch(() => undefined);
+    await Promise.all([this.notifier.flush(), this.hurryNotifier.flush()]);
+    const unlisten = await Promise.all([this.listening, this.hurryListening]);
+    this.listening = this.hurryListening = null;
+    await Promise.all(unlisten.map((stop) => stop?.().catch(() => undefined)));
+  }
+
+  private listenForHurries(): void {
+    if (this.hurryListening !== null || this.closed) return;
+    this.hurryListening = this.sql
+      .listen(HURRY_CHANNEL, (payload) => {
+        for (const name of advancedNames(payload) ?? []) {
+          for (const listener of [...(this.hurryListeners.get(name) ?? [])]) listener();
+        }
+      })
+      .catch((error: unknown) => {
+        this.onError(error);
+        this.hurryListening = null; // the next runner tries again; meanwhile readers wait out the window
+        return null;
+      });
   }
 
   private listen(): void {

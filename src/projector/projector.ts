@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DEFAULT_PROJECTOR_GATHER_MS } from '../config/config.js';
 import type { EventStore, Position } from '../core/event-store.port.js';
 import type { Logger } from '../core/logger.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
@@ -17,9 +18,12 @@ export interface ProjectorOptions {
    * While appends stream in (a batch came within this long of the one before), how long a
    * short batch waits for more to join its transaction; read models then lag by up to this
    * much more. A lone append after a quiet spell is applied at once (see gatherBatches), and a
-   * live batch goes at once when a reader in this process waits for it.
+   * live batch goes at once when a reader waits for it (`ProjectionSignals.hurry`, from any
+   * process). `FLOSTRA_PROJECTOR_GATHER_MS` in a running app.
    */
   gatherMs: number;
+  /** The same for a projection that feeds live streams (`feedsLiveStreams`): what SSE clients see lags by it. */
+  liveGatherMs: number;
   /** How often the catalog is read again: picks up rebuilds requested elsewhere and locks freed by dead processes. */
   reconcileIntervalMs: number;
   /** First pause before a failed runner is started again; doubles up to 30 s. */
@@ -30,7 +34,8 @@ export interface ProjectorOptions {
 export const DEFAULT_PROJECTOR_OPTIONS: Readonly<ProjectorOptions> = Object.freeze({
   liveBatchSize: 500,
   rebuildBatchSize: 2_000,
-  gatherMs: 10,
+  gatherMs: DEFAULT_PROJECTOR_GATHER_MS,
+  liveGatherMs: 10,
   reconcileIntervalMs: 1_000,
   retryDelayMs: 1_000,
 });
@@ -175,7 +180,8 @@ export class Projector {
     const { sql, store, signals } = this.deps;
     const batchSize = role === 'building' ? this.options.rebuildBatchSize : this.options.liveBatchSize;
     const runner = new ProjectionRunner({
-      sql, store, definition, version, role, batchSize, gatherMs: this.options.gatherMs, signals, log: this.log, hooks: this.options.hooks,
+      sql, store, definition, version, role, batchSize, signals, log: this.log, hooks: this.options.hooks,
+      gatherMs: definition.feedsLiveStreams === true ? this.options.liveGatherMs : this.options.gatherMs,
       onCommitted: () => this.failures.delete(key),
     });
     const abort = new AbortController();

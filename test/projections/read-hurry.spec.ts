@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../src/core/logger.js';
 import { liveCheckpoint } from '../../src/projector/projection-catalog.js';
 import { ProjectionSignals } from '../../src/projector/projection-signals.js';
-import { Projector } from '../../src/projector/projector.js';
+import { Projector, type ProjectorOptions } from '../../src/projector/projector.js';
 import { ReadConsistency } from '../../src/projector/read-consistency.js';
 import { ReadModelSettings } from '../../src/projector/projector.settings.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
@@ -11,23 +11,24 @@ import { writeRandomHistories } from './support/random-history.js';
 
 /**
  * Under load a live read model holds a short batch back for more to share its transaction (the
- * projector's `gatherMs`). A query that waits for it must not wait that out: a reader in the
- * projector's process hurries the batch along.
+ * projector's `gatherMs`). A query that waits for it must not wait that out: the reader hurries
+ * the batch along, directly in the projector's process, by NOTIFY from any other.
  */
 describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
   let harness: ProjectionHarness | undefined;
   let projector: Projector | undefined;
   let signals: ProjectionSignals | undefined;
+  let readerSignals: ProjectionSignals | undefined;
   afterEach(async () => {
     await projector?.stop();
     await signals?.close();
+    await readerSignals?.close();
     await harness?.close();
-    harness = projector = signals = undefined;
+    harness = projector = signals = readerSignals = undefined;
   });
 
-  it('gets the batch a runner of its process is holding back, without waiting out the window', async () => {
-    harness = await openProjectionHarness(kind);
-    const h = harness;
+  /** A projector holding back every batch after the first far longer than a query may wait. */
+  async function holdingProjector(h: ProjectionHarness, options: Partial<ProjectorOptions> = {}): Promise<void> {
     signals = new ProjectionSignals(h.sql);
     // A window far longer than the query may wait: only a hurry lets a held batch go in time.
     projector = new Projector({
@@ -36,19 +37,46 @@ describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
       definitions: PROJECTION_DEFINITIONS,
       signals,
       logger: createLogger({ level: 'silent' }),
-      options: { reconcileIntervalMs: 50, gatherMs: 120_000 },
+      options: { reconcileIntervalMs: 50, gatherMs: 120_000, liveGatherMs: 120_000, ...options },
     });
     projector.start();
     // Appends streaming in: after the first batch, the runners hold what follows back.
     await writeRandomHistories(h.store, { seed: 21, steps: 60, concurrency: 4 });
-    const head = (await h.store.headPosition())!;
+  }
+
+  function readerOn(h: ProjectionHarness, readerSignals: ProjectionSignals): ReadConsistency {
     const settings = new ReadModelSettings();
     settings.tune({ readWaitMs: 30_000 });
-    const consistency = new ReadConsistency(h.store, h.sql, signals, settings);
+    return new ReadConsistency(h.store, h.sql, readerSignals, settings);
+  }
+
+  it.each([
+    ['a runner of its own process is holding back, hurried directly', 'same process'],
+    ['a projector of another process is holding back, whose runner hears the hurry by NOTIFY', 'other process'],
+  ] as const)('gets the batch %s, without waiting out the window', async (_, where) => {
+    harness = await openProjectionHarness(kind);
+    const h = harness;
+    await holdingProjector(h);
+    const head = (await h.store.headPosition())!;
+    // Signals with no runner behind them, on connections of its own: an api-only process.
+    if (where === 'other process') readerSignals = new ProjectionSignals(h.sqlOfAnotherProcess());
+    const consistency = readerOn(h, readerSignals ?? signals!);
 
     await consistency.waitFor('executions', { kind: 'latest' });
     expect((await liveCheckpoint(h.sql, 'executions'))! >= head).toBe(true);
     await consistency.waitFor('timeline', { kind: 'position', position: head });
     expect((await liveCheckpoint(h.sql, 'timeline'))! >= head).toBe(true);
+  });
+
+  it('holds a live stream back only its own short window: the timeline reaches the head while the read models wait', async () => {
+    harness = await openProjectionHarness(kind);
+    const h = harness;
+    await holdingProjector(h, { liveGatherMs: 10 });
+    const head = (await h.store.headPosition())!;
+    for (let waited = 0; ((await liveCheckpoint(h.sql, 'timeline')) ?? '') < head; waited += 20) {
+      if (waited > 30_000) throw new Error('the timeline did not reach the head within 30 s');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(((await liveCheckpoint(h.sql, 'executions')) ?? '') < head).toBe(true);
   });
 });

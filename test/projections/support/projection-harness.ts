@@ -33,6 +33,11 @@ export interface ProjectionHarness {
   dump(): Promise<Record<string, Rows>>;
   /** Checks the live read models against the log itself: the fold of each stream, and every event. */
   expectModelsEqualTheLog(): Promise<void>;
+  /**
+   * The database as another process sees it: a client with connections (and a LISTEN
+   * connection) of its own on Postgres; on PGlite, which belongs to one process, `sql` itself.
+   */
+  sqlOfAnotherProcess(): SqlClient;
   close(): Promise<void>;
 }
 
@@ -50,7 +55,9 @@ async function until(what: string, condition: () => Promise<boolean>, timeoutMs:
 export const HARNESS_KINDS = ['pglite', 'postgres'] as const satisfies readonly StoreKind[];
 
 export async function openProjectionHarness(kind: (typeof HARNESS_KINDS)[number]): Promise<ProjectionHarness> {
-  const sql: SqlClient = kind === 'pglite' ? await PgliteSqlClient.open() : new PgSqlClient({ connectionString: await createTestDatabase('projections'), max: 20 });
+  const connectionString = kind === 'pglite' ? null : await createTestDatabase('projections');
+  const sql: SqlClient = connectionString === null ? await PgliteSqlClient.open() : new PgSqlClient({ connectionString, max: 20 });
+  const others: SqlClient[] = [];
   const store = await PostgresEventStore.open(sql, { pollIntervalMs: 100 });
   await ensureCatalog(sql, PROJECTION_DEFINITIONS);
   const logger = createLogger({ level: 'silent' });
@@ -84,10 +91,17 @@ export async function openProjectionHarness(kind: (typeof HARNESS_KINDS)[number]
     },
     dump,
     expectModelsEqualTheLog: () => expectReadModelsEqualTheLog(store, sql),
+    sqlOfAnotherProcess() {
+      if (connectionString === null) return sql;
+      const other = new PgSqlClient({ connectionString, max: 4 });
+      others.push(other);
+      return other;
+    },
     async close() {
       for (const projector of projectors) await projector.stop();
       await signals.close();
       await store.close();
+      for (const other of others) await other.close();
       await sql.close();
     },
   };
