@@ -1,9 +1,10 @@
 export interface GatherOptions {
   /**
    * How long a short batch waits for more to join it, counted from its arrival, when it came
-   * within this long of the batch before (appends are streaming in). 0: never waits.
+   * within this long of the batch before (appends are streaming in). 0: never waits. A function
+   * is asked again at each batch's arrival.
    */
-  windowMs: number;
+  windowMs: number | (() => number);
   /** A batch of at least this many items goes at once; gathering stops once it is reached. */
   maxCount: number;
   /** Ends the reading; the batches gathered so far are dropped. */
@@ -55,10 +56,11 @@ export async function* gatherBatches<T>(open: (signal: AbortSignal) => AsyncIter
       let ended = false;
       let failure: { error: unknown } | null = null;
       const arrived = performance.now();
-      const streaming = arrived - lastArrival < options.windowMs;
+      const windowMs = typeof options.windowMs === 'function' ? options.windowMs() : options.windowMs;
+      const streaming = arrived - lastArrival < windowMs;
       lastArrival = arrived;
       if (streaming && !hurried && gathered.length < options.maxCount) {
-        const deadline = arrived + options.windowMs;
+        const deadline = arrived + windowMs;
         while (gathered.length < options.maxCount) {
           const left = deadline - performance.now();
           if (left <= 0 || hurried) break;

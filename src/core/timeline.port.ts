@@ -36,6 +36,11 @@ export interface TimelineReader {
    * must still read; a missed call costs latency (a fallback poll), never an event.
    */
   onAdvance(listener: () => void): () => void;
+  /**
+   * A live feed follows the timeline while the returned release is not called: the projector
+   * then keeps the timeline's lag short (it batches more while nobody follows).
+   */
+  follow(): () => void;
 }
 
 export const TIMELINE_READER = Symbol('TimelineReader');

@@ -37,6 +37,9 @@ export class LiveFeed implements OnApplicationShutdown {
   private wokenWhileReading = false;
   private stopped = false;
   private unsubscribe: (() => void) | null = null;
+  /** Subscriptions now, and the hold on the timeline's lag while there are any. */
+  private subscriptions = 0;
+  private following: (() => void) | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -65,17 +68,28 @@ export class LiveFeed implements OnApplicationShutdown {
     let sinks = this.topics.get(key);
     if (sinks === undefined) this.topics.set(key, (sinks = new Set()));
     sinks.add(sink);
+    if (this.subscriptions++ === 0) this.following = this.timeline.follow();
+    let subscribed = true;
     return () => {
+      if (!subscribed) return;
+      subscribed = false;
       sinks.delete(sink);
       if (sinks.size === 0 && this.topics.get(key) === sinks) this.topics.delete(key);
+      if (--this.subscriptions === 0) this.stopFollowing();
     };
   }
 
   onApplicationShutdown(): void {
     this.stopped = true;
+    this.stopFollowing();
     this.unsubscribe?.();
     if (this.pollTimer !== null) clearTimeout(this.pollTimer);
     this.topics.clear();
+  }
+
+  private stopFollowing(): void {
+    this.following?.();
+    this.following = null;
   }
 
   private async start(): Promise<void> {

@@ -90,8 +90,8 @@ export interface ProjectionDefinition<Batch = unknown, Remembered = unknown> {
   /** Relations readers query; each is a view over `read_models.<relation><suffix>` of the live version. */
   readonly relations: readonly string[];
   /**
-   * Live streams (SSE) are served from this read model: while appends stream in, its runner
-   * holds a short batch back for `ProjectorOptions.liveGatherMs` only, not `gatherMs`.
+   * Live streams (SSE) are served from this read model: while one follows it, its runner holds
+   * a short batch back for `ProjectorOptions.liveGatherMs` only, not `gatherMs`.
    */
   readonly feedsLiveStreams?: boolean;
   /** DDL of one version's tables, one statement each; every name carries `suffix`. Only what the handlers need. */

@@ -37,7 +37,7 @@ export interface RunnerOptions {
   role: RunnerRole;
   batchSize: number;
   /** How long a short page waits for more to share its transaction (see gatherBatches). */
-  gatherMs: number;
+  gatherMs: number | (() => number);
   signals: ProjectionSignals;
   log: Logger;
   hooks?: RunnerHooks;

@@ -14,6 +14,14 @@ export const PROJECTIONS_CHANNEL = 'flostra_projections';
  */
 export const HURRY_CHANNEL = 'flostra_projections_hurry';
 
+/**
+ * NOTIFY channel on which a process whose live streams follow projections says so, again every
+ * second while they do: a JSON array of names. A projector counts a watch heard within 3 s.
+ */
+export const WATCH_CHANNEL = 'flostra_projections_watch';
+const WATCH_RENEW_MS = 1_000;
+const WATCH_TTL_MS = 3_000;
+
 /** A runner's answer to a hurry: true when it is the live runner (and let its batch go). */
 export type HurryListener = () => boolean;
 
@@ -36,6 +44,12 @@ export class ProjectionSignals {
   private readonly hurryListeners = new Map<string, Set<HurryListener>>();
   private listening: Promise<(() => Promise<void>) | null> | null = null;
   private hurryListening: Promise<(() => Promise<void>) | null> | null = null;
+  private watchListening: Promise<(() => Promise<void>) | null> | null = null;
+  /** Live streams of this process following each projection. */
+  private readonly watches = new Map<string, number>();
+  /** When another process last said its live streams follow each projection (performance.now()). */
+  private readonly watchedElsewhere = new Map<string, number>();
+  private watchTimer: NodeJS.Timeout | null = null;
   private readonly toNotify = new Set<string>();
   private readonly toHurry = new Set<string>();
   private readonly notifier: WakeNotifier;
@@ -97,33 +111,82 @@ export class ProjectionSignals {
     let set = this.hurryListeners.get(name);
     if (set === undefined) this.hurryListeners.set(name, (set = new Set()));
     set.add(listener);
-    this.listenForHurries();
+    this.listenForReaders();
     return () => {
       set.delete(listener);
     };
   }
 
+  /**
+   * A live stream of this process (SSE) follows `name`: while any does, in any process, the
+   * runner of `name` holds batches back for its live window only (`watched`), and a batch it
+   * holds back now goes at once. Returns the release.
+   */
+  watch(name: string): () => void {
+    this.watches.set(name, (this.watches.get(name) ?? 0) + 1);
+    this.hurry(name);
+    this.announceWatches();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.watches.get(name) ?? 1) - 1;
+      if (left > 0) this.watches.set(name, left);
+      else this.watches.delete(name);
+    };
+  }
+
+  /** Whether a live stream follows `name`: in this process, or in another heard from lately. */
+  watched(name: string): boolean {
+    if (this.watches.has(name)) return true;
+    const heard = this.watchedElsewhere.get(name);
+    return heard !== undefined && performance.now() - heard < WATCH_TTL_MS;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    if (this.watchTimer !== null) clearTimeout(this.watchTimer);
     await Promise.all([this.notifier.flush(), this.hurryNotifier.flush()]);
-    const unlisten = await Promise.all([this.listening, this.hurryListening]);
-    this.listening = this.hurryListening = null;
+    const unlisten = await Promise.all([this.listening, this.hurryListening, this.watchListening]);
+    this.listening = this.hurryListening = this.watchListening = null;
     await Promise.all(unlisten.map((stop) => stop?.().catch(() => undefined)));
   }
 
-  private listenForHurries(): void {
-    if (this.hurryListening !== null || this.closed) return;
-    this.hurryListening = this.sql
+  /** Says which projections this process's live streams follow, now and every second while any does. */
+  private announceWatches(): void {
+    if (this.watchTimer !== null || this.closed) return;
+    const announce = () => {
+      this.watchTimer = null;
+      if (this.watches.size === 0 || this.closed) return;
+      this.sql.notify(WATCH_CHANNEL, JSON.stringify([...this.watches.keys()])).catch(this.onError);
+      this.watchTimer = setTimeout(announce, WATCH_RENEW_MS);
+      this.watchTimer.unref();
+    };
+    announce();
+  }
+
+  /** A process with runners hears the hurries and watches of readers in other processes. */
+  private listenForReaders(): void {
+    if (this.closed) return;
+    // On failure the next runner tries again; meanwhile readers elsewhere wait out the window.
+    const failed = (forget: () => void) => (error: unknown) => {
+      forget();
+      this.onError(error);
+      return null;
+    };
+    this.hurryListening ??= this.sql
       .listen(HURRY_CHANNEL, (payload) => {
         for (const name of advancedNames(payload) ?? []) {
           for (const listener of [...(this.hurryListeners.get(name) ?? [])]) listener();
         }
       })
-      .catch((error: unknown) => {
-        this.onError(error);
-        this.hurryListening = null; // the next runner tries again; meanwhile readers wait out the window
-        return null;
-      });
+      .catch(failed(() => (this.hurryListening = null)));
+    this.watchListening ??= this.sql
+      .listen(WATCH_CHANNEL, (payload) => {
+        const now = performance.now();
+        for (const name of advancedNames(payload) ?? []) this.watchedElsewhere.set(name, now);
+      })
+      .catch(failed(() => (this.watchListening = null)));
   }
 
   private listen(): void {

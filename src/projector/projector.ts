@@ -22,7 +22,10 @@ export interface ProjectorOptions {
    * process). `FLOSTRA_PROJECTOR_GATHER_MS` in a running app.
    */
   gatherMs: number;
-  /** The same for a projection that feeds live streams (`feedsLiveStreams`): what SSE clients see lags by it. */
+  /**
+   * The same for a projection that feeds live streams (`feedsLiveStreams`) while a live stream
+   * (SSE) of any process follows it (`ProjectionSignals.watch`): what its clients see lags by it.
+   */
   liveGatherMs: number;
   /** How often the catalog is read again: picks up rebuilds requested elsewhere and locks freed by dead processes. */
   reconcileIntervalMs: number;
@@ -176,12 +179,17 @@ export class Projector {
     if (entry.versions.some((v) => v.status === 'retired' || v.status === 'abandoned')) await dropUnusedVersions(this.deps.sql, definition);
   }
 
+  /** A projection that feeds live streams holds batches back briefly while a live stream follows it. */
+  private gatherMsOf(definition: ProjectionDefinition<any>): number {
+    return this.deps.signals.watched(definition.name) ? this.options.liveGatherMs : this.options.gatherMs;
+  }
+
   private launch(key: string, definition: ProjectionDefinition<any>, version: number, role: RunnerRole, lock: ProjectorLock): void {
     const { sql, store, signals } = this.deps;
     const batchSize = role === 'building' ? this.options.rebuildBatchSize : this.options.liveBatchSize;
     const runner = new ProjectionRunner({
       sql, store, definition, version, role, batchSize, signals, log: this.log, hooks: this.options.hooks,
-      gatherMs: definition.feedsLiveStreams === true ? this.options.liveGatherMs : this.options.gatherMs,
+      gatherMs: definition.feedsLiveStreams === true ? () => this.gatherMsOf(definition) : this.options.gatherMs,
       onCommitted: () => this.failures.delete(key),
     });
     const abort = new AbortController();

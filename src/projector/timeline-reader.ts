@@ -91,6 +91,10 @@ export class PostgresTimelineReader implements TimelineReader {
   onAdvance(listener: () => void): () => void {
     return this.signals.on('timeline', () => listener());
   }
+
+  follow(): () => void {
+    return this.signals.watch('timeline');
+  }
 }
 
 function toTimelineEvent(row: TimelineRow): TimelineEvent {

@@ -64,6 +64,18 @@ export class InMemoryTimeline implements TimelineReader {
     return () => void this.listeners.delete(listener);
   }
 
+  /** How many live feeds follow it now. */
+  followers = 0;
+
+  follow(): () => void {
+    this.followers++;
+    let released = false;
+    return () => {
+      if (!released) this.followers--;
+      released = true;
+    };
+  }
+
   private page(match: (e: TimelineEvent) => boolean, after: Position | null, limit: number): TimelineEvent[] {
     // Copied at call time, as a database read would be: later appends do not show up in it.
     return this.events.filter((e) => match(e) && (after === null || e.position > after)).slice(0, limit);

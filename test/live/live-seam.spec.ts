@@ -62,6 +62,28 @@ describe('the live feed', () => {
   });
 });
 
+describe('the live feed and the timeline it follows', () => {
+  it('asks the projector to keep the timeline fresh while any stream listens, and lets go when the last leaves', async () => {
+    const t = setup();
+    const sink = { deliver: () => undefined };
+    expect(t.timeline.followers).toBe(0);
+    const first = await t.feed.subscribe({ kind: 'execution', executionId: 'e1' }, sink);
+    const second = await t.feed.subscribe({ kind: 'workspace', workspaceId: 'ws-a' }, sink);
+    expect(t.timeline.followers).toBe(1);
+    first();
+    first();
+    expect(t.timeline.followers).toBe(1);
+    second();
+    expect(t.timeline.followers).toBe(0);
+    const again = await t.feed.subscribe({ kind: 'execution', executionId: 'e2' }, sink);
+    expect(t.timeline.followers).toBe(1);
+    t.stop();
+    expect(t.timeline.followers).toBe(0);
+    again();
+    expect(t.timeline.followers).toBe(0);
+  });
+});
+
 describe('the seam between catch-up and live', () => {
   it('sends an execution from its first event, then live, each event once', async () => {
     const t = setup();

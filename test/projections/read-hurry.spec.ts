@@ -68,15 +68,32 @@ describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
     expect((await liveCheckpoint(h.sql, 'timeline'))! >= head).toBe(true);
   });
 
-  it('holds a live stream back only its own short window: the timeline reaches the head while the read models wait', async () => {
-    harness = await openProjectionHarness(kind);
-    const h = harness;
-    await holdingProjector(h, { liveGatherMs: 10 });
-    const head = (await h.store.headPosition())!;
+  async function untilTimelineReaches(h: ProjectionHarness, head: string): Promise<void> {
     for (let waited = 0; ((await liveCheckpoint(h.sql, 'timeline')) ?? '') < head; waited += 20) {
-      if (waited > 30_000) throw new Error('the timeline did not reach the head within 30 s');
+      if (waited > 30_000) throw new Error(`the timeline did not reach ${head} within 30 s`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(((await liveCheckpoint(h.sql, 'executions')) ?? '') < head).toBe(true);
-  });
+  }
+
+  it.each(['same process', 'other process'] as const)(
+    'keeps the timeline fresh while a live stream of the %s follows it, the read models still batching',
+    async (where) => {
+      harness = await openProjectionHarness(kind);
+      const h = harness;
+      await holdingProjector(h, { liveGatherMs: 10 });
+      const head = (await h.store.headPosition())!;
+      // Nobody follows the timeline: it batches like any read model.
+      expect(((await liveCheckpoint(h.sql, 'timeline')) ?? '') < head).toBe(true);
+
+      if (where === 'other process') readerSignals = new ProjectionSignals(h.sqlOfAnotherProcess());
+      const release = (readerSignals ?? signals!).watch('timeline');
+      await untilTimelineReaches(h, head);
+      // Followed, it holds batches back its short window only, with no reader waiting for it.
+      await writeRandomHistories(h.store, { seed: 22, steps: 60, concurrency: 4 });
+      const later = (await h.store.headPosition())!;
+      await untilTimelineReaches(h, later);
+      expect(((await liveCheckpoint(h.sql, 'executions')) ?? '') < later).toBe(true);
+      release();
+    },
+  );
 });
