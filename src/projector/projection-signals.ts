@@ -38,6 +38,9 @@ export type AdvanceListener = (livePosition: Position | null) => void;
  *
  * The NOTIFYs are coalesced (WakeNotifier): one names every projection that advanced since the
  * last, and they go out at most every few milliseconds, however many batches commit.
+ *
+ * The other way, readers reach the runners: `hurry` (a query waits: commit the held batch now)
+ * and `watch` (a live stream follows: hold batches back briefly), in process or by NOTIFY.
  */
 export class ProjectionSignals {
   private readonly listeners = new Map<string, Set<AdvanceListener>>();

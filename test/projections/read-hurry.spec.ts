@@ -9,6 +9,14 @@ import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.j
 import { HARNESS_KINDS, openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
 import { writeRandomHistories } from './support/random-history.js';
 
+/** Polls `condition` every 20 ms; fails after 30 s (a bound, not a measurement). */
+async function until(what: string, condition: () => Promise<boolean>): Promise<void> {
+  for (let waited = 0; !(await condition()); waited += 20) {
+    if (waited > 30_000) throw new Error(`not within 30 s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /**
  * Under load a live read model holds a short batch back for more to share its transaction (the
  * projector's `gatherMs`). A query that waits for it must not wait that out: the reader hurries
@@ -40,7 +48,11 @@ describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
       options: { reconcileIntervalMs: 50, gatherMs: 120_000, liveGatherMs: 120_000, ...options },
     });
     projector.start();
-    // Appends streaming in: after the first batch, the runners hold what follows back.
+    // The first batch after a quiet spell goes at once; once both runners have committed one,
+    // every later append comes within the window and is held back until something hurries it.
+    await writeRandomHistories(h.store, { seed: 20, steps: 4, concurrency: 1 });
+    await until('both runners committed a first batch', async () =>
+      (await liveCheckpoint(h.sql, 'executions')) !== null && (await liveCheckpoint(h.sql, 'timeline')) !== null);
     await writeRandomHistories(h.store, { seed: 21, steps: 60, concurrency: 4 });
   }
 
@@ -68,12 +80,8 @@ describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
     expect((await liveCheckpoint(h.sql, 'timeline'))! >= head).toBe(true);
   });
 
-  async function untilTimelineReaches(h: ProjectionHarness, head: string): Promise<void> {
-    for (let waited = 0; ((await liveCheckpoint(h.sql, 'timeline')) ?? '') < head; waited += 20) {
-      if (waited > 30_000) throw new Error(`the timeline did not reach ${head} within 30 s`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
+  const untilTimelineReaches = (h: ProjectionHarness, head: string) =>
+    until(`the timeline reached ${head}`, async () => ((await liveCheckpoint(h.sql, 'timeline')) ?? '') >= head);
 
   it.each(['same process', 'other process'] as const)(
     'keeps the timeline fresh while a live stream of the %s follows it, the read models still batching',
