@@ -1,7 +1,8 @@
 import type { Position } from '../src/core/event-store.port.js';
 import { reusable, type SqlTransaction } from '../src/postgres/sql-client.port.js';
 import { evolve, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
-import { recallEarlierExecutions, sameHandlerForEveryType, type ProjectionDefinition, type VersionTables } from '../src/projector/projection-definition.js';
+import type { ProjectionDefinition, VersionTables } from '../src/projector/projection-definition.js';
+import { executionEvents, recallEarlierExecutions, sameHandlerForEveryType, type ProjectedEvent } from './execution-events.js';
 
 /** One execution as the read model keeps it: the write side's own fold, and where it stands in the log. */
 export interface ExecutionDocument {
@@ -31,8 +32,9 @@ interface DocumentRow {
  * document folded with the domain's `evolve` — the fold the write side runs — so the view
  * equals the stream's fold by construction; indexed columns serve the list's filters and order.
  */
-export const executionsProjection: ProjectionDefinition<ExecutionsBatch, ExecutionDocument> = {
+export const executionsProjection: ProjectionDefinition<ExecutionsBatch, ExecutionDocument, ProjectedEvent> = {
   name: 'executions',
+  source: executionEvents,
   version: 1,
   relations: ['executions'],
 

@@ -1,5 +1,6 @@
 import { reusable } from '../src/postgres/sql-client.port.js';
-import { recallEarlierExecutions, sameHandlerForEveryType, type ProjectedEvent, type ProjectionDefinition } from '../src/projector/projection-definition.js';
+import type { ProjectionDefinition } from '../src/projector/projection-definition.js';
+import { executionEvents, recallEarlierExecutions, sameHandlerForEveryType, type ProjectedEvent } from './execution-events.js';
 
 interface TimelineRow {
   position: string;
@@ -32,8 +33,9 @@ export class OrphanEventError extends Error {
  * unchanged (promise 8 relies on it). `timeline_owners` maps each execution to its workspace:
  * only ExecutionStarted carries it, and it authorizes reads of everything else.
  */
-export const timelineProjection: ProjectionDefinition<TimelineBatch, string> = {
+export const timelineProjection: ProjectionDefinition<TimelineBatch, string, ProjectedEvent> = {
   name: 'timeline',
+  source: executionEvents,
   version: 1,
   relations: ['timeline', 'timeline_owners'],
   feedsLiveStreams: true,

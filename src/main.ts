@@ -9,7 +9,7 @@ import { createLogger, type Logger } from './core/logger.js';
 import { loadTokens } from './auth/tokens.loader.js';
 import { createApp } from './app/create-app.js';
 import { openInfrastructure } from './app/infrastructure.js';
-import { PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
+import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
 import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
 import { printBanner } from './app/banner.js';
 
@@ -30,8 +30,10 @@ async function main(): Promise<void> {
   const infra = await openInfrastructure(config, logger);
   const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, bus: infra.bus, clock: systemClock, ids: randomIds, logger, registry });
 
-  if (isEmbedded(config) && devTokens) {
-    await app.get(PublishWorkflowHandler).execute({ workspaceId: devTokens.workspace, name: DEMO_WORKFLOW_NAME, body: demoWorkflow, actor: 'flostra' });
+  if (isEmbedded(config) && devTokens && runsRole(config, 'api')) {
+    const admin = registry.authenticate(devTokens.admin);
+    if (admin === null) throw new Error('the dev admin token is not in the token registry');
+    await app.get(PublishWorkflowHandler).execute(new PublishWorkflowCommand(admin, devTokens.workspace, DEMO_WORKFLOW_NAME, parsePublishBody(demoWorkflow)));
   }
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();

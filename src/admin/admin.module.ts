@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
+import { ListProjectionsHandler } from './list-projections.handler.js';
 import { ProjectionsAdminController } from './projections-admin.controller.js';
-import { ProjectionsAdminService } from './projections-admin.service.js';
+import { RebuildProjectionHandler } from './rebuild-projection.handler.js';
 
 /** Operations endpoints (`/v1/admin/...`); the read-model providers come from the global ProjectorModule. */
 @Module({
   controllers: [ProjectionsAdminController],
-  providers: [ProjectionsAdminService],
+  providers: [ListProjectionsHandler, RebuildProjectionHandler],
 })
 export class AdminModule {}

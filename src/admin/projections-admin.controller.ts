@@ -1,26 +1,28 @@
-import { Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
-import { type Principal, requireGlobalRole } from '../auth/authorization.js';
+import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import type { Principal } from '../auth/authorization.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { parseName } from '../http/validation.js';
-import { ProjectionsAdminService } from './projections-admin.service.js';
+import { ListProjectionsQuery } from './list-projections.handler.js';
+import { RebuildProjectionCommand } from './rebuild-projection.handler.js';
 
-/** API.md "Admin and operations": the read models, for the global system-admin role only. */
+/** The read models, for the global system-admin role only (docs/api.md, Admin). */
 @Controller('v1/admin/projections')
 export class ProjectionsAdminController {
-  constructor(@Inject(ProjectionsAdminService) private readonly admin: ProjectionsAdminService) {}
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+  ) {}
 
   @Get()
   list(@CurrentPrincipal() principal: Principal) {
-    requireGlobalRole(principal, 'system-admin');
-    return this.admin.list();
+    return this.queries.execute(new ListProjectionsQuery(principal));
   }
 
   /** 202: the new version builds beside the live one and takes over when caught up; progress on the GET. */
   @Post(':name/rebuild')
   @HttpCode(202)
-  async rebuild(@CurrentPrincipal() principal: Principal, @Param('name') name: string) {
-    requireGlobalRole(principal, 'system-admin');
-    const { rebuildId, version } = await this.admin.rebuild(parseName(name, 'name'));
-    return { rebuildId, version };
+  rebuild(@CurrentPrincipal() principal: Principal, @Param('name') name: string) {
+    return this.commands.execute(new RebuildProjectionCommand(principal, parseName(name, 'name')));
   }
 }

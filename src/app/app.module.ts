@@ -1,17 +1,20 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
+import { ReadModelsModule } from '../../projections/read-models.module.js';
 import { AdminModule } from '../admin/admin.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import type { TokenRegistry } from '../auth/token-registry.js';
-import { runsRole } from '../config/config.js';
+import { type AppConfig, runsRole } from '../config/config.js';
+import { DispatchModule } from '../dispatch/dispatch.module.js';
 import { ExecutionsModule } from '../executions/executions.module.js';
+import { IngestModule } from '../ingest/ingest.module.js';
 import { LiveModule } from '../live/live.module.js';
-import { PgliteSqlClient } from '../postgres/pglite-sql-client.js';
+import type { SqlClient } from '../postgres/sql-client.port.js';
 import type { ProjectorOptions } from '../projector/projector.js';
 import { ProjectorModule } from '../projector/projector.module.js';
-import { WorkflowsModule } from '../workflows/workflows.module.js';
-import { DispatchModule } from '../dispatch/dispatch.module.js';
-import { IngestModule } from '../ingest/ingest.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
+import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { CoreModule, type CoreDependencies } from './core.module.js';
 import { HealthController } from './health.controller.js';
 
@@ -21,24 +24,46 @@ export interface AppDependencies extends CoreDependencies {
   projector?: Partial<ProjectorOptions>;
 }
 
+/**
+ * The one place that turns FLOSTRA_ROLES into modules: a module runs its process while it
+ * lives, so a role's module is imported only when the role is. (The worker role is no module:
+ * it talks to the api over HTTP, see main.ts.)
+ */
+export function roleModules(config: AppConfig): Type[] {
+  const modules: Type[] = [];
+  if (runsRole(config, 'api')) modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule);
+  if (runsRole(config, 'dispatcher')) modules.push(DispatchModule);
+  if (runsRole(config, 'ingestor')) modules.push(IngestModule);
+  if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
+  return modules;
+}
+
+/**
+ * Whether this process runs the projector: FLOSTRA_ROLES names it, or the read models live in a
+ * database that runs inside this process (embedded PGlite), which nobody else could keep.
+ */
+export function runsProjector(config: AppConfig, readModelSql: SqlClient): boolean {
+  return runsRole(config, 'projector') || readModelSql.inProcess === true;
+}
+
 @Module({})
 export class AppModule {
   static register(deps: AppDependencies): DynamicModule {
-    // An embedded PGlite belongs to this process alone: nobody else could keep its read models.
-    const runProjector = runsRole(deps.config, 'projector') || deps.readModelSql instanceof PgliteSqlClient;
     return {
       module: AppModule,
       imports: [
         CoreModule.forRoot(deps),
+        // HTTP commands and queries travel on its CommandBus and QueryBus; no sagas or event
+        // handlers: effects run from checkpointed subscriptions of the log, which survive a crash.
+        CqrsModule.forRoot(),
         AuthModule.forRoot(deps.registry),
-        ProjectorModule.forRoot({ run: runProjector, projector: { gatherMs: deps.config.projectorGatherMs, ...deps.projector } }),
-        WorkflowsModule,
-        ExecutionsModule,
-        AdminModule,
-        LiveModule,
-        DispatchModule,
-        IngestModule,
-        WatchdogModule,
+        ProjectorModule.forRoot({
+          definitions: PROJECTION_DEFINITIONS,
+          run: runsProjector(deps.config, deps.readModelSql),
+          projector: { gatherMs: deps.config.projectorGatherMs, ...deps.projector },
+        }),
+        ReadModelsModule,
+        ...roleModules(deps.config),
       ],
       controllers: [HealthController],
     };

@@ -4,14 +4,8 @@ import { CLOCK, type Clock } from '../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
+import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { BUS, type Bus } from '../core/bus.port.js';
-
-/**
- * The Postgres that holds read models, checkpoints and other process state (DATABASE_URL; in
- * embedded mode the same PGlite as the event store).
- */
-export const READ_MODEL_SQL = Symbol('ReadModelSql');
 
 export interface CoreDependencies {
   config: AppConfig;

@@ -81,6 +81,11 @@ export interface ConsumerHandle {
 
 export interface Bus {
   /**
+   * True when acknowledged messages outlive this process (Kafka). The in-process bus forgets
+   * everything on a restart, so whoever publishes to it must be able to send again.
+   */
+  readonly durable: boolean;
+  /**
    * Resolves only when every message is acknowledged by the broker (all in-sync replicas);
    * otherwise rejects after a bounded time, never dropping silently. A retried publish may
    * store a message twice: consumers dedupe by messageId.

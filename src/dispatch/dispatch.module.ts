@@ -1,16 +1,13 @@
 import { Inject, Injectable, Module, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { READ_MODEL_SQL } from '../app/core.module.js';
-import { APP_CONFIG, type AppConfig, runsRole } from '../config/config.js';
 import { BUS, type Bus } from '../core/bus.port.js';
 import { CLOCK, type Clock } from '../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { CheckpointStore } from '../postgres/checkpoint-store.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
+import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './application/dispatcher.js';
 import { DispatchSchedule } from './infrastructure/dispatch-schedule.js';
 import { UnclaimedDispatches } from './infrastructure/unclaimed-dispatches.js';
-import { InProcessBus } from '../bus/in-process/in-process-bus.js';
 
 /** Opens the dispatcher's tables and builds it (not started). */
 export async function createDispatcher(
@@ -19,17 +16,16 @@ export async function createDispatcher(
 ): Promise<Dispatcher> {
   const [checkpoints, schedule] = [await CheckpointStore.open(deps.sql), await DispatchSchedule.open(deps.sql)];
   // The in-process bus forgets everything on a restart; Kafka keeps what it acknowledged.
-  const unclaimed = deps.bus instanceof InProcessBus ? await UnclaimedDispatches.open(deps.sql) : undefined;
+  const unclaimed = deps.bus.durable ? undefined : await UnclaimedDispatches.open(deps.sql);
   return new Dispatcher({ ...deps, checkpoints, schedule, unclaimed }, options);
 }
 
-/** Runs the dispatcher while the module lives, when FLOSTRA_ROLES includes `dispatcher`. */
+/** Runs the dispatcher while the module lives (the app imports the module when FLOSTRA_ROLES names the role). */
 @Injectable()
 export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
   private dispatcher: Dispatcher | null = null;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(BUS) private readonly bus: Bus,
     @Inject(READ_MODEL_SQL) private readonly sql: SqlClient,
@@ -38,7 +34,6 @@ export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    if (!runsRole(this.config, 'dispatcher')) return;
     const logger = this.logger.child({ component: 'dispatcher' });
     this.dispatcher = await createDispatcher({ store: this.store, bus: this.bus, sql: this.sql, clock: this.clock, logger });
     await this.dispatcher.start();
@@ -51,6 +46,6 @@ export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
   }
 }
 
-/** Needs the global EVENT_STORE, BUS, READ_MODEL_SQL, CLOCK, LOGGER and APP_CONFIG providers. */
+/** Needs the global EVENT_STORE, BUS, READ_MODEL_SQL, CLOCK and LOGGER providers. */
 @Module({ providers: [DispatcherProcess] })
 export class DispatchModule {}

@@ -1,32 +1,29 @@
 import { Inject, Injectable, Module, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig, runsRole } from '../config/config.js';
 import { BUS, type Bus } from '../core/bus.port.js';
 import { CLOCK, type Clock } from '../core/clock.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
-import { ExecutionRunner } from '../executions/application/execution-runner.js';
-import { ExecutionRunnerModule } from '../executions/execution-runner.module.js';
+import { ExecutionStreams } from '../executions/application/execution-streams.js';
+import { ExecutionStreamsModule } from '../executions/execution-streams.module.js';
 import { Ingestor } from './application/ingestor.js';
 import { ResultIngestor } from './application/result-ingestor.js';
 
-/** Runs the results consumer while the module lives, when FLOSTRA_ROLES includes `ingestor`. */
+/** Runs the results consumer while the module lives (the app imports the module when FLOSTRA_ROLES names the role). */
 @Injectable()
 export class IngestorProcess implements OnModuleInit, OnModuleDestroy {
   private ingestor: Ingestor | null = null;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(BUS) private readonly bus: Bus,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(LOGGER) private readonly logger: Logger,
-    private readonly runner: ExecutionRunner,
+    private readonly executions: ExecutionStreams,
   ) {}
 
   async onModuleInit(): Promise<void> {
-    if (!runsRole(this.config, 'ingestor')) return;
     const logger = this.logger.child({ component: 'ingestor' });
-    const results = new ResultIngestor({ runner: this.runner, bus: this.bus, clock: this.clock, ids: this.ids, logger });
+    const results = new ResultIngestor({ executions: this.executions, bus: this.bus, clock: this.clock, ids: this.ids, logger });
     this.ingestor = new Ingestor({ bus: this.bus, results, logger });
     await this.ingestor.start();
     logger.info('ingestor started');
@@ -38,8 +35,8 @@ export class IngestorProcess implements OnModuleInit, OnModuleDestroy {
   }
 }
 
-/** Needs the global BUS, EVENT_STORE, CLOCK, ID_GENERATOR, LOGGER and APP_CONFIG providers. */
-// ExecutionRunnerModule rather than ExecutionsModule keeps the API's module graph (controllers,
+/** Needs the global BUS, EVENT_STORE, CLOCK, ID_GENERATOR and LOGGER providers. */
+// ExecutionStreamsModule rather than ExecutionsModule keeps the API's module graph (controllers,
 // read models) out of processes that only run this role.
-@Module({ imports: [ExecutionRunnerModule], providers: [IngestorProcess] })
+@Module({ imports: [ExecutionStreamsModule], providers: [IngestorProcess] })
 export class IngestModule {}

@@ -5,7 +5,7 @@ import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
 import { EVENT_STORE, type EventStore, type Position } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { TIMELINE_READER, type TimelineReader } from '../core/timeline.port.js';
-import { ExecutionRunner } from '../executions/application/execution-runner.js';
+import { ExecutionStreams } from '../executions/application/execution-streams.js';
 import { CatchUpSlots } from './catch-up-slots.js';
 import { LiveFeed, type LiveTopic } from './live-feed.js';
 import { LiveSettings } from './live.settings.js';
@@ -42,7 +42,7 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(TOKEN_REGISTRY) private readonly registry: TokenRegistry,
     @Inject(LiveSettings) private readonly settings: LiveSettings,
-    @Inject(ExecutionRunner) private readonly executions: ExecutionRunner,
+    @Inject(ExecutionStreams) private readonly executions: ExecutionStreams,
     @Inject(LOGGER) logger: Logger,
   ) {
     this.log = logger.child({ component: 'live' });

@@ -1,6 +1,7 @@
 import pg from 'pg';
+import { AdvisoryLocks } from './advisory-locks.js';
 import { PgSignalConnection } from './pg-signal-connection.js';
-import { sqlErrorInfo, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
+import { sqlErrorInfo, type SessionLocks, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
 
 export interface PgSqlClientOptions {
   /**
@@ -22,6 +23,10 @@ export class PgSqlClient implements SqlClient {
     // Without a listener, an idle connection's error would crash the process.
     this.pool.on('error', onError);
     this.signals = new PgSignalConnection(config, onError);
+  }
+
+  sessionLocks(): SessionLocks {
+    return new AdvisoryLocks(this.pool);
   }
 
   async query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {

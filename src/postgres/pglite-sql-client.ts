@@ -1,5 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
-import { statementText, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
+import { InProcessSessionLocks } from './in-process-session-locks.js';
+import { statementText, type SessionLocks, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
 
 /**
  * SqlClient over one PGlite instance (the embedded mode). PGlite is a single connection:
@@ -17,6 +18,10 @@ export class PgliteSqlClient implements SqlClient {
   static async open(dataDir?: string): Promise<PgliteSqlClient> {
     const db = dataDir === undefined ? await PGlite.create() : await PGlite.create(dataDir);
     return new PgliteSqlClient(db);
+  }
+
+  sessionLocks(): SessionLocks {
+    return new InProcessSessionLocks(this);
   }
 
   async query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {

@@ -70,9 +70,15 @@ export interface TransactionOptions {
 export interface SqlClient extends SqlQueryable {
   /**
    * True when the database runs in this process, one statement at a time (PGlite): every read
-   * competes with all other work, so readers should batch rather than read early.
+   * competes with all other work, so readers should batch rather than read early. Such a
+   * database belongs to this process alone: nobody else could keep its read models.
    */
   readonly inProcess?: boolean;
+  /**
+   * Named locks held for as long as this process keeps them (or its connection lives): at most
+   * one holder of a name across every process on the database.
+   */
+  sessionLocks(): SessionLocks;
   /**
    * Runs `fn` in one transaction: committed when it resolves and every statement it sent
    * succeeded, rolled back when it throws or one of them failed.
@@ -100,6 +106,26 @@ export interface SqlClient extends SqlQueryable {
   onWriteEnded?(listener: () => void): () => void;
   close(): Promise<void>;
 }
+
+/** A lock of `SessionLocks`: held until released, or until its session is lost. */
+export interface SessionLock {
+  /** Aborts when the lock may have been lost (its connection died): the holder must stop. */
+  readonly lost: AbortSignal;
+  release(): Promise<void>;
+}
+
+export interface SessionLocks {
+  /** The lock, or null when someone else holds it. */
+  tryAcquire(key: string): Promise<SessionLock | null>;
+  /** Releases every lock this instance holds. */
+  close(): Promise<void>;
+}
+
+/**
+ * The Postgres that holds read models, checkpoints and other process state (DATABASE_URL; in
+ * embedded mode the same PGlite as the event store): the injection token of its SqlClient.
+ */
+export const READ_MODEL_SQL = Symbol('ReadModelSql');
 
 /** The SQLSTATE and constraint of a failed statement, whichever driver raised it. */
 export function sqlErrorInfo(error: unknown): { code?: string; constraint?: string } {

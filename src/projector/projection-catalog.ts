@@ -1,6 +1,6 @@
 import type { Position } from '../core/event-store.port.js';
 import { reusable, sqlErrorInfo, type SqlClient, type SqlQueryable, type SqlTransaction } from '../postgres/sql-client.port.js';
-import { versionSuffix, versionTables, type ProjectionDefinition } from './projection-definition.js';
+import { versionSuffix, versionTables, type AnyProjectionDefinition } from './projection-definition.js';
 import { createVersion, pointViewsAt } from './projector.schema.js';
 
 export type VersionStatus = 'building' | 'live' | 'retired' | 'dropped' | 'abandoned';
@@ -85,7 +85,7 @@ export async function readCheckpoint(sql: SqlQueryable, name: string, version: n
 }
 
 /** A caught-up rebuild's indexes, in the caller's transaction: bulk load first, index once. */
-export async function createIndexes(tx: SqlQueryable, definition: ProjectionDefinition<any>, version: number): Promise<void> {
+export async function createIndexes(tx: SqlQueryable, definition: AnyProjectionDefinition, version: number): Promise<void> {
   for (const statement of definition.indexes(versionSuffix(version))) await tx.query(statement);
   await tx.query('update projector.versions set indexed = true where name = $1 and version = $2', [definition.name, version]);
 }
@@ -133,7 +133,7 @@ export async function holdLiveForSwitch(sql: SqlQueryable, name: string, buildin
  * builder's final batch). Locking the live checkpoint holds the live runner still meanwhile, and
  * deleting it fences that runner out: its next batch finds no checkpoint and stops.
  */
-export async function switchIfCaughtUp(tx: SqlQueryable, definition: ProjectionDefinition<any>, version: number, position: Position): Promise<boolean> {
+export async function switchIfCaughtUp(tx: SqlQueryable, definition: AnyProjectionDefinition, version: number, position: Position): Promise<boolean> {
   const { rows: projection } = await tx.query<{ live_version: number; building_version: number | null }>(
     'select live_version, building_version from projector.projections where name = $1 for update',
     [definition.name],
@@ -155,7 +155,7 @@ export async function switchIfCaughtUp(tx: SqlQueryable, definition: ProjectionD
 }
 
 /** Drops the tables of retired and abandoned versions; idempotent, so any process may run it. */
-export async function dropUnusedVersions(sql: SqlClient, definition: ProjectionDefinition<any>): Promise<number[]> {
+export async function dropUnusedVersions(sql: SqlClient, definition: AnyProjectionDefinition): Promise<number[]> {
   const { rows } = await sql.query<{ version: number }>(
     `select version from projector.versions where name = $1 and status in ('retired', 'abandoned')`,
     [definition.name],
@@ -177,7 +177,7 @@ export async function dropUnusedVersions(sql: SqlClient, definition: ProjectionD
  */
 export async function requestRebuild(
   sql: SqlClient,
-  definition: ProjectionDefinition<any>,
+  definition: AnyProjectionDefinition,
   rebuildId: string,
 ): Promise<{ rebuildId: string; version: number; created: boolean }> {
   return sql.transaction(async (tx) => {

@@ -1,43 +1,29 @@
-import type { Position } from '../core/event-store.port.js';
+import type { Position, RecordedEvent } from '../core/event-store.port.js';
 import type { SqlQueryable, SqlTransaction } from '../postgres/sql-client.port.js';
-import {
-  EXECUTION_EVENT_TYPES,
-  type ExecutionEvent,
-  type ExecutionEventOf,
-  type ExecutionEventType,
-} from '../executions/domain/execution.events.js';
+
+/** What every projected event carries, whatever its domain: a type, and where it sits in the log. */
+export interface ProjectedEventBase {
+  readonly type: string;
+  readonly position: Position;
+}
 
 /**
- * An execution event as a projection receives it: the payload validated by the executions event
- * parser (zod at the edge), plus where it sits in the log.
+ * Where a projection's events come from: which recorded events of the global log it reads, and
+ * how each is validated and decoded (zod at the edge). The runner still reads every event of
+ * the log, so its checkpoint tracks the whole log; `decode` answers null for those the
+ * projection does not read. Sources may cache by recorded event (runners at the head of the
+ * log share the recorded objects); handlers never modify the events they are given.
  */
-export type ProjectedEvent<E extends { type: string; data: unknown } = ExecutionEvent> = E & {
-  position: Position;
-  eventId: string;
-  executionId: string;
-  /** Revision of the event in its execution stream. */
-  revision: number;
-  recordedAt: string;
-  metadata: Record<string, unknown>;
-};
+export interface ProjectionSource<E extends ProjectedEventBase> {
+  decode(recorded: RecordedEvent): E | null;
+}
 
 /** Qualified table names of the version being written, by relation: `executions` → `read_models.executions_v3`. */
 export type VersionTables = Readonly<Record<string, string>>;
 
-export type EventHandler<Batch, T extends ExecutionEventType> = (batch: Batch, event: ProjectedEvent<ExecutionEventOf<T>>) => void;
-
 /** One handler per event type: a new event type does not compile until every projection says what it does with it. */
-export type EventHandlers<Batch> = { readonly [T in ExecutionEventType]: EventHandler<Batch, T> };
+export type EventHandlers<Batch, E extends ProjectedEventBase> = { readonly [T in E['type']]: (batch: Batch, event: Extract<E, { type: T }>) => void };
 
-/**
- * A read-model projection, loaded by the projector from `projections/`.
- *
- * Each batch of events is one unit of work: `begin` loads what the handlers will read (one query
- * per batch, not per event), the handlers fold events into the batch in memory, and `commit`
- * queues the result as multi-row statements (`tx.queue`). The runtime runs all three, plus the
- * checkpoint, in one transaction of two round trips: BEGIN, the checkpoint and `begin`'s reads
- * travel together, then the queued writes with the COMMIT.
- */
 /**
  * What a runner remembers between its batches, for `begin` to take instead of reading the
  * database: the state as of its last committed batch (what its batches read or wrote). The
@@ -66,25 +52,18 @@ export class BatchMemo<T> {
 }
 
 /**
- * The executions a batch touches that started before it (a start is its stream's first event,
- * so those started in the batch have nothing stored yet): what `memo` remembers of them, and
- * the ids it does not, for `begin` to read.
+ * A read-model projection, given to the projector by the application (`projections/`).
+ *
+ * Each batch of events is one unit of work: `begin` loads what the handlers will read (one query
+ * per batch, not per event), the handlers fold events into the batch in memory, and `commit`
+ * queues the result as multi-row statements (`tx.queue`). The runtime runs all three, plus the
+ * checkpoint, in one transaction of two round trips: BEGIN, the checkpoint and `begin`'s reads
+ * travel together, then the queued writes with the COMMIT.
  */
-export function recallEarlierExecutions<T>(events: readonly ProjectedEvent[], memo: BatchMemo<T>): { remembered: Map<string, T>; unknown: string[] } {
-  const startedHere = new Set(events.filter((e) => e.type === 'ExecutionStarted').map((e) => e.executionId));
-  const remembered = new Map<string, T>();
-  const unknown: string[] = [];
-  for (const id of new Set(events.map((e) => e.executionId))) {
-    if (startedHere.has(id)) continue;
-    const value = memo.get(id);
-    if (value === undefined) unknown.push(id);
-    else remembered.set(id, value);
-  }
-  return { remembered, unknown };
-}
-
-export interface ProjectionDefinition<Batch = unknown, Remembered = unknown> {
+export interface ProjectionDefinition<Batch = unknown, Remembered = unknown, E extends ProjectedEventBase = ProjectedEventBase> {
   readonly name: string;
+  /** The events it reads. */
+  readonly source: ProjectionSource<E>;
   /** Bump when the tables or the handlers change: the projector then rebuilds beside the live version. */
   readonly version: number;
   /** Relations readers query; each is a view over `read_models.<relation><suffix>` of the live version. */
@@ -106,14 +85,18 @@ export interface ProjectionDefinition<Batch = unknown, Remembered = unknown> {
    * once (before any `await`), so that they share the batch's first round trip. A batch that
    * needs no read sends everything, from BEGIN to COMMIT, in one.
    */
-  begin(tx: SqlQueryable, tables: VersionTables, events: readonly ProjectedEvent[], memo: BatchMemo<Remembered>): Promise<Batch>;
-  readonly handlers: EventHandlers<Batch>;
+  begin(tx: SqlQueryable, tables: VersionTables, events: readonly E[], memo: BatchMemo<Remembered>): Promise<Batch>;
+  readonly handlers: EventHandlers<Batch, E>;
   /**
    * Queues the batch's writes with `tx.queue` (they go out with the COMMIT; any failure rolls
    * the batch back) and remembers in `memo` what the next batches may need of them.
    */
   commit(tx: SqlTransaction, tables: VersionTables, batch: Batch, memo: BatchMemo<Remembered>): void;
 }
+
+/** A definition of any batch, memo and event type: what the projector and its catalog handle. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyProjectionDefinition = ProjectionDefinition<any, any, any>;
 
 /** The schema that holds every version's tables and the views readers use. */
 export const READ_MODELS_SCHEMA = 'read_models';
@@ -122,37 +105,33 @@ export function versionSuffix(version: number): string {
   return `_v${version}`;
 }
 
-export function versionTables(definition: ProjectionDefinition<any>, version: number): VersionTables {
+export function versionTables(definition: AnyProjectionDefinition, version: number): VersionTables {
   return Object.fromEntries(definition.relations.map((relation) => [relation, `${READ_MODELS_SCHEMA}.${relation}${versionSuffix(version)}`]));
 }
 
-/** The same handler for every event type (a fold, an append), still one entry per type. */
-export function sameHandlerForEveryType<Batch>(handler: (batch: Batch, event: ProjectedEvent) => void): EventHandlers<Batch> {
-  return Object.fromEntries(EXECUTION_EVENT_TYPES.map((type) => [type, handler])) as unknown as EventHandlers<Batch>;
-}
-
 /** Folds the batch's events in order, one handler each, then queues the writes (`commit`). */
-export function foldAndCommit<Batch, Remembered>(
+export function foldAndCommit<Batch, Remembered, E extends ProjectedEventBase>(
   tx: SqlTransaction,
-  definition: ProjectionDefinition<Batch, Remembered>,
+  definition: ProjectionDefinition<Batch, Remembered, E>,
   tables: VersionTables,
   batch: Batch,
-  events: readonly ProjectedEvent[],
+  events: readonly E[],
   memo: BatchMemo<Remembered>,
 ): void {
   for (const event of events) {
-    const handler = definition.handlers[event.type] as (batch: Batch, event: ProjectedEvent) => void;
+    const handler = (definition.handlers as unknown as Record<string, (batch: Batch, event: E) => void>)[event.type];
+    if (handler === undefined) throw new Error(`projection ${definition.name} has no handler for ${event.type}`);
     handler(batch, event);
   }
   definition.commit(tx, tables, batch, memo);
 }
 
 /** Runs one batch through a definition: begin, one handler per event in order, commit. */
-export async function applyBatch<Batch, Remembered>(
+export async function applyBatch<Batch, Remembered, E extends ProjectedEventBase>(
   tx: SqlTransaction,
-  definition: ProjectionDefinition<Batch, Remembered>,
+  definition: ProjectionDefinition<Batch, Remembered, E>,
   tables: VersionTables,
-  events: readonly ProjectedEvent[],
+  events: readonly E[],
   memo: BatchMemo<Remembered>,
 ): Promise<void> {
   foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, memo), events, memo);

@@ -1,10 +1,9 @@
 import type { EventStore, Position, RecordedEvent } from '../core/event-store.port.js';
 import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
-import { executionStreamId, parseExecutionEvent } from '../executions/domain/execution-event.parser.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
 import { checkpointRefusal, createIndexes, dropUnusedVersions, holdLiveForSwitch, moveCheckpoint, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
-import { BatchMemo, foldAndCommit, versionTables, type ProjectedEvent, type ProjectionDefinition } from './projection-definition.js';
+import { BatchMemo, foldAndCommit, versionTables, type AnyProjectionDefinition, type ProjectedEventBase } from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
 
 export type RunnerRole = 'live' | 'building';
@@ -32,7 +31,7 @@ export interface RunnerHooks {
 export interface RunnerOptions {
   sql: SqlClient;
   store: EventStore;
-  definition: ProjectionDefinition<any>;
+  definition: AnyProjectionDefinition;
   version: number;
   role: RunnerRole;
   batchSize: number;
@@ -55,17 +54,15 @@ class HeldError extends Error {}
 const SWITCH_HOLD_MS = 5_000;
 const HELD_RETRY_MS = 20;
 
-const EXECUTION_PREFIX = executionStreamId('');
-
 /**
  * Applies the global log to one version of one projection, from its checkpoint on. Each batch's
  * read-model writes and its checkpoint commit in one transaction, so a crash at any point
  * neither applies an event twice nor skips one. A building version switches itself live in the
  * transaction of the batch that catches up, then goes on as the live runner.
  *
- * It subscribes to every stream, not only `execution-`: its checkpoint then tracks the whole
- * log, so "this read model has applied everything up to position P" holds for any P the store
- * hands out (read-your-writes waits on exactly that).
+ * It reads every event of the log, not only those its source decodes: its checkpoint then
+ * tracks the whole log, so "this read model has applied everything up to position P" holds for
+ * any P the store hands out (read-your-writes waits on exactly that).
  */
 export class ProjectionRunner {
   role: RunnerRole;
@@ -111,7 +108,7 @@ export class ProjectionRunner {
         }),
     });
     try {
-      for await (const prepared of readAhead(pages, stop, prepare)) {
+      for await (const prepared of readAhead(pages, stop, (page) => prepare(page, this.options.definition.source))) {
         if (signal.aborted) break;
         await this.apply(prepared, signal);
       }
@@ -189,38 +186,17 @@ export class ProjectionRunner {
 
 interface PreparedPage {
   page: RecordedEvent[];
-  /** The page's execution events, validated. */
-  events: ProjectedEvent[];
+  /** The page's events the projection reads, validated and decoded. */
+  events: ProjectedEventBase[];
 }
 
-function prepare(page: RecordedEvent[]): PreparedPage {
-  return { page, events: page.filter((e) => e.streamId.startsWith(EXECUTION_PREFIX)).map(toProjectedEvent) };
-}
-
-/** Projected events by recorded event: the runners of every projection share the tail's objects. */
-const projected = new WeakMap<RecordedEvent, ProjectedEvent>();
-
-/**
- * Validates an execution event read back from the log (zod at the edge) and adds its place in
- * the log; once per recorded event, whichever runner asks first (handlers never modify events).
- */
-export function toProjectedEvent(recorded: RecordedEvent): ProjectedEvent {
-  const known = projected.get(recorded);
-  if (known !== undefined) return known;
-  const event = parseExecutionEvent(recorded);
-  // Named fields, not a spread of the event: one object shape for every event type.
-  const result = {
-    type: event.type,
-    data: event.data,
-    position: recorded.position,
-    eventId: recorded.id,
-    executionId: recorded.streamId.slice(EXECUTION_PREFIX.length),
-    revision: recorded.revision,
-    recordedAt: recorded.recordedAt,
-    metadata: recorded.metadata,
-  } as ProjectedEvent;
-  projected.set(recorded, result);
-  return result;
+function prepare(page: RecordedEvent[], source: AnyProjectionDefinition['source']): PreparedPage {
+  const events: ProjectedEventBase[] = [];
+  for (const recorded of page) {
+    const event = source.decode(recorded);
+    if (event !== null) events.push(event);
+  }
+  return { page, events };
 }
 
 /**

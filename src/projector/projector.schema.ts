@@ -1,5 +1,5 @@
 import type { SqlClient, SqlQueryable } from '../postgres/sql-client.port.js';
-import { READ_MODELS_SCHEMA, versionSuffix, versionTables, type ProjectionDefinition } from './projection-definition.js';
+import { READ_MODELS_SCHEMA, versionSuffix, versionTables, type AnyProjectionDefinition } from './projection-definition.js';
 
 /**
  * The projector's catalog, in schema `projector`:
@@ -61,7 +61,7 @@ const CATALOG = [
 /** A version's tables, its catalog rows and an empty checkpoint; inside the caller's transaction. */
 export async function createVersion(
   tx: SqlQueryable,
-  definition: ProjectionDefinition<any>,
+  definition: AnyProjectionDefinition,
   version: number,
   status: 'building' | 'live',
   rebuildId: string | null,
@@ -83,7 +83,7 @@ export async function createVersion(
  * The views are replaced one after another, so a reader statement must name one view only: one
  * that names two can hold the second while waiting for the first, and deadlock with the switch.
  */
-export async function pointViewsAt(tx: SqlQueryable, definition: ProjectionDefinition<any>, version: number): Promise<void> {
+export async function pointViewsAt(tx: SqlQueryable, definition: AnyProjectionDefinition, version: number): Promise<void> {
   const tables = versionTables(definition, version);
   for (const relation of definition.relations) {
     // Drop and create rather than replace: a new definition version may change the columns.
@@ -97,7 +97,7 @@ export async function pointViewsAt(tx: SqlQueryable, definition: ProjectionDefin
  * one (empty; the projector fills it from the log start). Idempotent, and safe when several
  * processes start at once: one transaction under an advisory lock.
  */
-export async function ensureCatalog(sql: SqlClient, definitions: readonly ProjectionDefinition<any>[]): Promise<void> {
+export async function ensureCatalog(sql: SqlClient, definitions: readonly AnyProjectionDefinition[]): Promise<void> {
   await sql.transaction(async (tx) => {
     await tx.query(`select pg_advisory_xact_lock(hashtext('flostra.projector.catalog'))`);
     for (const statement of CATALOG) await tx.query(statement);

@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { DEFAULT_PROJECTOR_GATHER_MS } from '../config/config.js';
 import type { EventStore, Position } from '../core/event-store.port.js';
 import type { Logger } from '../core/logger.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
+import type { SessionLock, SessionLocks, SqlClient } from '../postgres/sql-client.port.js';
 import { dropUnusedVersions, readCatalog, requestRebuild, type CatalogEntry } from './projection-catalog.js';
-import type { ProjectionDefinition } from './projection-definition.js';
+import type { AnyProjectionDefinition } from './projection-definition.js';
 import { ProjectionRunner, type RunnerHooks, type RunnerRole } from './projection-runner.js';
 import type { ProjectionSignals } from './projection-signals.js';
-import { projectorLocks, type ProjectorLock, type ProjectorLocks } from './projector-locks.js';
 
 export interface ProjectorOptions {
   /** Upper bound of a live version's batch. */
@@ -46,7 +45,7 @@ export const DEFAULT_PROJECTOR_OPTIONS: Readonly<ProjectorOptions> = Object.free
 export interface ProjectorDependencies {
   sql: SqlClient;
   store: EventStore;
-  definitions: readonly ProjectionDefinition<any>[];
+  definitions: readonly AnyProjectionDefinition[];
   signals: ProjectionSignals;
   logger: Logger;
   options?: Partial<ProjectorOptions>;
@@ -74,7 +73,7 @@ interface Running {
  */
 export class Projector {
   private readonly options: ProjectorOptions;
-  private readonly locks: ProjectorLocks;
+  private readonly locks: SessionLocks;
   private readonly log: Logger;
   private readonly running = new Map<string, Running>();
   private readonly failures = new Map<string, { error: string; at: string; retryAt: number; delayMs: number }>();
@@ -85,7 +84,7 @@ export class Projector {
 
   constructor(private readonly deps: ProjectorDependencies) {
     this.options = { ...DEFAULT_PROJECTOR_OPTIONS, ...deps.options };
-    this.locks = projectorLocks(deps.sql);
+    this.locks = deps.sql.sessionLocks();
     this.log = deps.logger.child({ component: 'projector' });
   }
 
@@ -147,7 +146,7 @@ export class Projector {
     }
   }
 
-  private async reconcileOne(definition: ProjectionDefinition<any>, entry: CatalogEntry): Promise<void> {
+  private async reconcileOne(definition: AnyProjectionDefinition, entry: CatalogEntry): Promise<void> {
     const live = entry.versions.find((v) => v.version === entry.liveVersion)!;
     const building = entry.versions.find((v) => v.version === entry.buildingVersion);
     if ((building ?? live).definitionVersion < definition.version) {
@@ -180,11 +179,11 @@ export class Projector {
   }
 
   /** A projection that feeds live streams holds batches back briefly while a live stream follows it. */
-  private gatherMsOf(definition: ProjectionDefinition<any>): number {
+  private gatherMsOf(definition: AnyProjectionDefinition): number {
     return this.deps.signals.watched(definition.name) ? this.options.liveGatherMs : this.options.gatherMs;
   }
 
-  private launch(key: string, definition: ProjectionDefinition<any>, version: number, role: RunnerRole, lock: ProjectorLock): void {
+  private launch(key: string, definition: AnyProjectionDefinition, version: number, role: RunnerRole, lock: SessionLock): void {
     const { sql, store, signals } = this.deps;
     const batchSize = role === 'building' ? this.options.rebuildBatchSize : this.options.liveBatchSize;
     const runner = new ProjectionRunner({

@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { READ_MODEL_SQL } from '../app/core.module.js';
 import { UnavailableError, ValidationFailedError } from '../core/errors.js';
 import { EVENT_STORE, type EventStore, type Position } from '../core/event-store.port.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
+import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { liveCheckpoint } from './projection-catalog.js';
 import { ProjectionSignals } from './projection-signals.js';
 import { ReadModelSettings } from './projector.settings.js';

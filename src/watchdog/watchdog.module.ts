@@ -1,14 +1,12 @@
 import { Inject, Injectable, Module, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { READ_MODEL_SQL } from '../app/core.module.js';
-import { APP_CONFIG, type AppConfig, runsRole } from '../config/config.js';
 import { CLOCK, type Clock } from '../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
-import { ExecutionRunner } from '../executions/application/execution-runner.js';
-import { ExecutionRunnerModule } from '../executions/execution-runner.module.js';
+import { ExecutionStreams } from '../executions/application/execution-streams.js';
+import { ExecutionStreamsModule } from '../executions/execution-streams.module.js';
 import { CheckpointStore } from '../postgres/checkpoint-store.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
+import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { Watchdog, type WatchdogDeps, type WatchdogOptions } from './application/watchdog.js';
 import { DeadlineTable } from './infrastructure/deadline-table.js';
 
@@ -19,25 +17,23 @@ export async function createWatchdog(deps: Omit<WatchdogDeps, 'checkpoints' | 'd
   return new Watchdog({ ...deps, checkpoints, deadlines }, options);
 }
 
-/** Runs the watchdog while the module lives, when FLOSTRA_ROLES includes `watchdog`. */
+/** Runs the watchdog while the module lives (the app imports the module when FLOSTRA_ROLES names the role). */
 @Injectable()
 export class WatchdogProcess implements OnModuleInit, OnModuleDestroy {
   private watchdog: Watchdog | null = null;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(READ_MODEL_SQL) private readonly sql: SqlClient,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(LOGGER) private readonly logger: Logger,
-    private readonly runner: ExecutionRunner,
+    private readonly executions: ExecutionStreams,
   ) {}
 
   async onModuleInit(): Promise<void> {
-    if (!runsRole(this.config, 'watchdog')) return;
     const logger = this.logger.child({ component: 'watchdog' });
-    this.watchdog = await createWatchdog({ store: this.store, runner: this.runner, sql: this.sql, clock: this.clock, ids: this.ids, logger });
+    this.watchdog = await createWatchdog({ store: this.store, executions: this.executions, sql: this.sql, clock: this.clock, ids: this.ids, logger });
     this.watchdog.start();
     logger.info('watchdog started');
   }
@@ -48,8 +44,8 @@ export class WatchdogProcess implements OnModuleInit, OnModuleDestroy {
   }
 }
 
-/** Needs the global EVENT_STORE, READ_MODEL_SQL, CLOCK, ID_GENERATOR, LOGGER and APP_CONFIG providers. */
-// ExecutionRunnerModule rather than ExecutionsModule keeps the API's module graph (controllers,
+/** Needs the global EVENT_STORE, READ_MODEL_SQL, CLOCK, ID_GENERATOR and LOGGER providers. */
+// ExecutionStreamsModule rather than ExecutionsModule keeps the API's module graph (controllers,
 // read models) out of processes that only run this role.
-@Module({ imports: [ExecutionRunnerModule], providers: [WatchdogProcess] })
+@Module({ imports: [ExecutionStreamsModule], providers: [WatchdogProcess] })
 export class WatchdogModule {}

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
+import { GetWorkflowHandler } from './application/get-workflow.handler.js';
 import { PublishWorkflowHandler } from './application/publish-workflow.handler.js';
 import { WorkflowQueries } from './application/workflow.queries.js';
 import { WorkflowsController } from './infrastructure/workflows.controller.js';
 
 @Module({
   controllers: [WorkflowsController],
-  providers: [PublishWorkflowHandler, WorkflowQueries],
+  providers: [PublishWorkflowHandler, GetWorkflowHandler, WorkflowQueries],
   exports: [WorkflowQueries, PublishWorkflowHandler],
 })
 export class WorkflowsModule {}

@@ -4,7 +4,7 @@ import type { Position, RecordedEvent } from '../../src/core/event-store.port.js
 import { READ_PAGE_SQL, READ_TAIL_SQL, PROBE_SQL } from '../../src/event-store/postgres/event-store.queries.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
-import { statementText, type SqlClient, type SqlTransaction, type Statement } from '../../src/postgres/sql-client.port.js';
+import { statementText, type SessionLocks, type SqlClient, type SqlTransaction, type Statement } from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 import { newEvent, recordSubscription, sleep, type SubscriptionRecorder } from './event-store-contract.support.js';
 
@@ -33,6 +33,10 @@ class CountingSqlClient implements SqlClient {
 
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
     return this.inner.listen(channel, onNotify);
+  }
+
+  sessionLocks(): SessionLocks {
+    return this.inner.sessionLocks();
   }
 
   notify(channel: string, payload: string): Promise<void> {

@@ -15,6 +15,8 @@ import { type ProcessFixture, eventually, openProcessFixture, recordTopic } from
 function flakyBus(inner: Bus, fail: (call: number) => Error | null, forwardFirst = false) {
   let calls = 0;
   const bus: Bus = {
+    // A broker: what it acknowledged outlives the dispatchers these tests stop and start.
+    durable: true,
     async publish(topic: string, messages: OutgoingMessage[]) {
       const error = fail(++calls);
       if (error && !forwardFirst) throw error;
@@ -138,7 +140,7 @@ describe.each(STORE_KINDS)('the dispatcher on %s', (kind) => {
     const execution = await f.startExecution(aWorkflow({ retry }));
     const { executionId, attemptId } = execution;
     const fence = await f.claim(executionId, attemptId);
-    await f.runner.run(executionId, {
+    await f.executions.handle(executionId, {
       type: 'CompleteAttempt',
       data: { ...fence, outcome: 'failed', error: { code: 'boom', message: 'failed' }, nextAttemptId: f.ids.uuid(), jitter: 0 },
       metadata: { now: f.clock.now(), actor: fence.workerId },

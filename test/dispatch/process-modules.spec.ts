@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { roleModules } from '../../src/app/app.module.js';
 import { CoreModule } from '../../src/app/core.module.js';
 import { loadConfig } from '../../src/config/config.js';
 import { TOPICS } from '../../src/core/bus.port.js';
@@ -11,14 +12,15 @@ import { IngestModule } from '../../src/ingest/ingest.module.js';
 import { WatchdogModule } from '../../src/watchdog/watchdog.module.js';
 import { type ProcessFixture, eventually, openProcessFixture, recordTopic } from './support/process-fixture.js';
 
-/** The three process modules wired as the app wires them: every port from CoreModule. */
+const PROCESS_MODULES: unknown[] = [DispatchModule, IngestModule, WatchdogModule];
+
+/** The three process modules chosen and wired as the app does: every port from CoreModule. */
 async function boot(f: ProcessFixture, roles: string): Promise<INestApplicationContext> {
+  const config = loadConfig({ FLOSTRA_ROLES: roles, LOG_LEVEL: 'silent' });
   @Module({
     imports: [
-      CoreModule.forRoot({ config: loadConfig({ FLOSTRA_ROLES: roles, LOG_LEVEL: 'silent' }), store: f.store, clock: f.clock, ids: f.ids, logger: f.logger, readModelSql: f.sql, bus: f.bus }),
-      DispatchModule,
-      IngestModule,
-      WatchdogModule,
+      CoreModule.forRoot({ config, store: f.store, clock: f.clock, ids: f.ids, logger: f.logger, readModelSql: f.sql, bus: f.bus }),
+      ...roleModules(config).filter((m) => PROCESS_MODULES.includes(m)),
     ],
   })
   class RootModule {}

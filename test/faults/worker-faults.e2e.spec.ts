@@ -71,6 +71,7 @@ describe('the worker under injected faults (embedded stack)', () => {
   it('(d) the same dispatch delivered twice yields one claim', async () => {
     const bus = new InProcessBus();
     const duplicating: Bus = {
+      durable: bus.durable,
       publish: async (topic, messages) => {
         await bus.publish(topic, messages);
         if (topic === TOPICS.dispatch) await bus.publish(topic, messages);
@@ -93,6 +94,7 @@ describe('the worker under injected faults (embedded stack)', () => {
   it('(e) a result that cannot be published fails the attempt visibly; it never ends as succeeded (promise 6)', async () => {
     const bus = new InProcessBus();
     const refusingResults: Bus = {
+      durable: bus.durable,
       publish: async (topic, messages) => {
         if (topic === TOPICS.results) throw new Error('broker refused the result (injected)');
         await bus.publish(topic, messages);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { TOPICS } from '../../src/core/bus.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import { ExecutionRunner } from '../../src/executions/application/execution-runner.js';
+import { ExecutionStreams } from '../../src/executions/application/execution-streams.js';
 import { LEASE_MS } from '../../src/executions/domain/testing/execution-fixtures.js';
 import { Ingestor } from '../../src/ingest/application/ingestor.js';
 import { ResultIngestor } from '../../src/ingest/application/result-ingestor.js';
@@ -17,8 +17,8 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
   let dlq: Awaited<ReturnType<typeof recordTopic>>;
 
   async function startIngestor(store: EventStore = f.store) {
-    const runner = new ExecutionRunner(store, f.clock, f.ids);
-    const results = new ResultIngestor({ runner, bus: f.bus, clock: f.clock, ids: f.ids, logger: f.logger }, { retry: { attempts: 2, initialMs: 10, maxMs: 20 } });
+    const executions = new ExecutionStreams(store, f.clock, f.ids);
+    const results = new ResultIngestor({ executions, bus: f.bus, clock: f.clock, ids: f.ids, logger: f.logger }, { retry: { attempts: 2, initialMs: 10, maxMs: 20 } });
     ingestor = new Ingestor({ bus: f.bus, results, logger: f.logger }, { restart: { initialMs: 20, maxMs: 100 } });
     await ingestor.start();
   }
@@ -106,8 +106,8 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
       });
 
     it('commit per execution as one append, in order, and only the refused result is dead-lettered', async () => {
-      const runner = new ExecutionRunner(f.store, f.clock, f.ids);
-      const results = new ResultIngestor({ runner, bus: f.bus, clock: f.clock, ids: f.ids, logger: f.logger });
+      const executions = new ExecutionStreams(f.store, f.clock, f.ids);
+      const results = new ResultIngestor({ executions, bus: f.bus, clock: f.clock, ids: f.ids, logger: f.logger });
       const one = await running();
       const two = await running();
       const stale = result(two.executionId, { ...two.fence, fencingToken: 9 }, 'node_started', { nodeId: 'load' });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { executionStreamId } from '../../src/executions/domain/execution-event.parser.js';
 import { pointViewsAt } from '../../src/projector/projector.schema.js';
 import { ProjectionSignals } from '../../src/projector/projection-signals.js';
-import { PostgresTimelineReader } from '../../src/projector/timeline-reader.js';
+import { PostgresTimelineReader } from '../../projections/timeline.reader.js';
 import { statementText, type SqlQueryable } from '../../src/postgres/sql-client.port.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 import { openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';

@@ -28,7 +28,7 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
   beforeEach(async () => {
     name = `watchdog-${randomUUID()}`;
     watchdog = await createWatchdog(
-      { store: f.store, runner: f.runner, sql: f.sql, clock: f.clock, ids: f.ids, logger: f.logger },
+      { store: f.store, executions: f.executions, sql: f.sql, clock: f.clock, ids: f.ids, logger: f.logger },
       { name, tickMs: 20, backoff: { initialMs: 50, maxMs: 200 } },
     );
     watchdog.start();
@@ -85,7 +85,7 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
     // The heartbeat wins the race: the watchdog's table still holds the old lease deadline.
     await watchdog.stop();
     f.clock.advance(LEASE_MS - 1_000);
-    const beat = await f.runner.run(executionId, { type: 'Heartbeat', data: fence, metadata: { now: f.clock.now(), actor: fence.workerId } });
+    const beat = await f.executions.handle(executionId, { type: 'Heartbeat', data: fence, metadata: { now: f.clock.now(), actor: fence.workerId } });
     const extendedTo = Date.parse((beat.events[0]!.data as { leaseExpiresAt: string }).leaseExpiresAt);
     f.clock.advance(2_000);
     expect(f.clock.now().getTime()).toBeGreaterThan(tracked!.dueMs);
@@ -113,7 +113,7 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
   it('watches a redriven run against a deadline counted from the redrive', async () => {
     const { executionId, attemptId } = await f.startExecution(aWorkflow({ timeouts: { executionMs: 50_000 } }));
     const fence = await f.claim(executionId, attemptId);
-    await f.runner.run(executionId, {
+    await f.executions.handle(executionId, {
       type: 'CompleteAttempt',
       data: { ...fence, outcome: 'failed', error: { code: 'boom', message: 'failed' }, nextAttemptId: f.ids.uuid(), jitter: 0 },
       metadata: { now: f.clock.now(), actor: fence.workerId },
@@ -122,7 +122,7 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
     expect(await deadlines.of(executionId)).toEqual([]);
     f.clock.advance(100_000);
     const redrivenAt = f.clock.now();
-    await f.runner.run(executionId, {
+    await f.executions.handle(executionId, {
       type: 'RequestRedrive',
       data: { redriveId: f.ids.uuid(), idempotencyKey: 'again', fingerprint: 'fp', attemptId: f.ids.uuid() },
       metadata: { now: redrivenAt, actor: 'operator' },

@@ -15,6 +15,7 @@ import { TopicLog } from './topic-log.js';
  * Nothing survives a restart of the process; the event store is the durable outbox.
  */
 export class InProcessBus implements Bus {
+  readonly durable = false;
   private readonly topics = new Map<string, TopicLog>();
   /** Keyed by topic, then group id: offsets are per group and topic, as in Kafka. */
   private readonly groups = new Map<string, Map<string, ConsumerGroup>>();

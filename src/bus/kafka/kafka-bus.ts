@@ -53,6 +53,7 @@ export interface KafkaBusOptions {
  * consumers dedupe by messageId. Consumers: see kafka-consumer.ts.
  */
 export class KafkaBus implements Bus {
+  readonly durable = true;
   private readonly kafka: Kafka;
   private readonly logger: Logger;
   private readonly publisher: KafkaPublishBatcher;

@@ -1,6 +1,9 @@
 import { z } from 'zod';
+import { nameSchema } from '../../http/validation.js';
+import { consistencyQueryFields } from '../../projector/read-consistency.js';
+import type { StartedExecution } from '../domain/execution.state.js';
 
-/** Bodies and headers of the execution endpoints (API.md "Executions", "Worker protocol"). */
+/** Bodies, queries and headers of the execution endpoints, validated at the edge (the controllers). */
 export const idempotencyKeySchema = z
   .string()
   .min(1)
@@ -46,7 +49,31 @@ export const approvalBodySchema = z.strictObject({
   comment: z.string().max(2048).optional(),
 });
 
+export const EXECUTION_STATUSES = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const satisfies readonly StartedExecution['status'][];
+
+export const getExecutionQuerySchema = z.strictObject(consistencyQueryFields);
+
 export const historyQuerySchema = z.strictObject({
   after: z.string().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
+  ...consistencyQueryFields,
 });
+
+export const listExecutionsQuerySchema = z.strictObject({
+  status: z
+    .string()
+    .transform((raw) => raw.split(',').map((s) => s.trim()))
+    .pipe(z.array(z.enum(EXECUTION_STATUSES)).min(1))
+    .optional(),
+  workflow: nameSchema.optional(),
+  cursor: z.string().min(1).max(400).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  ...consistencyQueryFields,
+});
+
+export type StartExecutionBody = z.output<typeof startExecutionBodySchema>;
+export type RedriveBody = z.output<typeof redriveBodySchema>;
+export type ApprovalBody = z.output<typeof approvalBodySchema>;
+export type CompleteBody = z.output<typeof completeBodySchema>;
+export type HistoryQuery = z.output<typeof historyQuerySchema>;
+export type ListExecutionsQuery = z.output<typeof listExecutionsQuerySchema>;

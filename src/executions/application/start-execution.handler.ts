@@ -1,45 +1,45 @@
-import { Injectable } from '@nestjs/common';
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
 import { sha256OfCanonical } from '../../core/canonical-json.js';
 import { uuidV5 } from '../../core/ids.js';
-import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
-import { parseBody } from '../../http/validation.js';
 import { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
-import { ExecutionRunner, positionOf } from './execution-runner.js';
-import { idempotencyKeySchema, startExecutionBodySchema } from './request-schemas.js';
+import { ExecutionStreams, positionOf } from './execution-streams.js';
+import type { StartExecutionBody } from './request-schemas.js';
 
-export interface StartExecutionRequest {
-  principal: Principal;
-  workspaceId: string;
-  workflowName: string;
-  idempotencyKey: string | undefined;
-  body: unknown;
+export interface StartExecutionResult {
+  /** True when an earlier start with the same Idempotency-Key and body answered: nothing new was appended. */
+  replayed: boolean;
+  body: { executionId: string; workflowRevision: number; status: 'queued'; position: string };
 }
 
-export interface StartExecutionResponse {
-  executionId: string;
-  workflowRevision: number;
-  status: 'queued';
-  position: string;
-}
-
-@Injectable()
-export class StartExecutionHandler {
+export class StartExecutionCommand extends Command<StartExecutionResult> {
   constructor(
-    private readonly runner: ExecutionRunner,
+    readonly principal: Principal,
+    readonly workspaceId: string,
+    readonly workflowName: string,
+    readonly idempotencyKey: string | undefined,
+    readonly body: StartExecutionBody,
+  ) {
+    super();
+  }
+}
+
+/** Starts an execution of a published revision: one append of ExecutionStarted and its first attempt. */
+@CommandHandler(StartExecutionCommand)
+export class StartExecutionHandler implements ICommandHandler<StartExecutionCommand> {
+  constructor(
+    private readonly executions: ExecutionStreams,
     private readonly workflows: WorkflowQueries,
   ) {}
 
-  async execute(request: StartExecutionRequest): Promise<{ replayed: boolean; body: StartExecutionResponse }> {
-    const { principal, workspaceId, workflowName } = request;
+  async execute({ principal, workspaceId, workflowName, idempotencyKey: key, body }: StartExecutionCommand): Promise<StartExecutionResult> {
     requireWorkspaceRole(principal, workspaceId, 'operator');
-    const body = parseBody(startExecutionBodySchema, request.body);
-    const key = request.idempotencyKey === undefined ? undefined : parseBody(idempotencyKeySchema, request.idempotencyKey, 'Idempotency-Key');
     const workflow = await this.workflows.getRevision(workspaceId, workflowName, body.revision);
     // Promise 2: the key names the execution, so concurrent duplicates meet at one stream and
     // its expected revision lets exactly one ExecutionStarted in.
-    const executionId = key ? uuidV5(`execution:${workspaceId}:${key}`) : this.runner.ids.uuid();
+    const executionId = key ? uuidV5(`execution:${workspaceId}:${key}`) : this.executions.ids.uuid();
     const idempotency = key ? { key, fingerprint: sha256OfCanonical({ workflow: workflowName, body }) } : null;
-    const outcome = await this.runner.run(
+    const outcome = await this.executions.handle(
       executionId,
       {
         type: 'StartExecution',
@@ -49,9 +49,9 @@ export class StartExecutionHandler {
           workflow: { workflowId: workflow.workflowId, name: workflow.name, revision: workflow.revision, digest: workflow.digest, graph: workflow.graph },
           input: body.input ?? {},
           idempotency,
-          attemptId: this.runner.ids.uuid(),
+          attemptId: this.executions.ids.uuid(),
         },
-        metadata: { now: this.runner.clock.now(), actor: principal.subject },
+        metadata: { now: this.executions.clock.now(), actor: principal.subject },
       },
       key ? { eventIds: (index) => uuidV5(`${executionId}:start:${index}`) } : { newStream: true },
     );

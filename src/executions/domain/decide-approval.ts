@@ -2,7 +2,7 @@ import { sha256OfCanonical } from '../../core/canonical-json.js';
 import { ApprovalMismatchError, InvalidStateError } from '../../core/errors.js';
 import type { CompleteAttempt, DecideApproval } from './execution.commands.js';
 import type { ExecutionEvent } from './execution.events.js';
-import { type StartedExecution, currentAttempt } from './execution.state.js';
+import { type StartedExecution, nextAttemptNumber } from './execution.state.js';
 
 /** The digest an approval is bound to: the canonical JSON of the exact action, hashed. */
 export const actionDigestOf = (action: unknown): string => sha256OfCanonical(action ?? null);
@@ -56,7 +56,7 @@ export function decideApproval(s: StartedExecution, command: DecideApproval): Ex
       type: 'AttemptScheduled',
       data: {
         attemptId: data.attemptId,
-        attemptNumber: currentAttempt(s)!.attemptNumber + 1,
+        attemptNumber: nextAttemptNumber(s),
         reason: 'resume',
         notBefore: at,
         queueDeadline: new Date(metadata.now.getTime() + s.workflow.graph.timeouts.queueMs).toISOString(),

@@ -13,7 +13,7 @@ import type {
   TimeOutAttempt,
 } from './execution.commands.js';
 import type { ExecutionError, ExecutionEvent } from './execution.events.js';
-import { type Attempt, type ExecutionState, type StartedExecution, currentAttempt, evolve, initialState, isFinal } from './execution.state.js';
+import { type ExecutionState, type RunningAttempt, type StartedExecution, currentAttempt, evolve, initialState, isFinal, nextAttemptNumber } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
 import { decideApproval, suspendAtApproval } from './decide-approval.js';
 import { timeOutExecution } from './time-out-execution.js';
@@ -75,7 +75,7 @@ function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEv
   if (attempt.status === 'running') {
     // A claim whose answer was lost is asked again by the same worker: same claim, no new fact.
     if (attempt.workerId === workerId) {
-      if (now.getTime() >= Date.parse(attempt.leaseExpiresAt!)) throw new LeaseExpiredError('lease expired', { attemptId });
+      if (now.getTime() >= Date.parse(attempt.leaseExpiresAt)) throw new LeaseExpiredError('lease expired', { attemptId });
       return [];
     }
     throw new StaleAttemptError('attempt is claimed by another worker', { attemptId });
@@ -104,15 +104,15 @@ function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEv
  * Promise 3 and 4: only the current claim (attempt + worker + fencing token) may act, and only
  * before its lease expires — checked here, on every command, not left to the watchdog.
  */
-function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): Attempt {
+function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): RunningAttempt {
   const attempt = currentAttempt(s);
-  const holds =
-    attempt !== undefined &&
-    attempt.attemptId === fence.attemptId &&
-    attempt.status === 'running' &&
-    attempt.workerId === fence.workerId &&
-    attempt.fencingToken === fence.fencingToken;
-  if (!holds) {
+  if (
+    attempt === undefined ||
+    attempt.status !== 'running' ||
+    attempt.attemptId !== fence.attemptId ||
+    attempt.workerId !== fence.workerId ||
+    attempt.fencingToken !== fence.fencingToken
+  ) {
     // Promise 4: a claim whose lease ran out is told so, whether or not the watchdog has run yet.
     const own = s.attempts.find((a) => a.attemptId === fence.attemptId);
     // An attempt that ended never runs again: those refusals hold in every later state.
@@ -123,7 +123,7 @@ function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): Attempt
     const stale = new StaleAttemptError('not the current claim of this attempt', { attemptId: fence.attemptId });
     throw ended ? stale.asFinal() : stale;
   }
-  if (now.getTime() >= Date.parse(attempt.leaseExpiresAt!)) {
+  if (now.getTime() >= Date.parse(attempt.leaseExpiresAt)) {
     throw new LeaseExpiredError('lease expired', { attemptId: fence.attemptId, leaseExpiresAt: attempt.leaseExpiresAt });
   }
   return attempt;
@@ -204,33 +204,28 @@ function completeAttempt(command: CompleteAttempt, state: ExecutionState): Execu
       const error: ExecutionError = data.error ?? { code: 'attempt_failed', message: 'attempt failed' };
       return [
         { type: 'AttemptFailed', data: { attemptId: data.attemptId, error, at } },
-        ...afterAttemptEnded(s, error, 'failed', data.nextAttemptId, data.jitter, now),
+        ...afterAttemptEnded(s, { kind: 'failed', error }, data.nextAttemptId, data.jitter, now),
       ];
     }
   }
 }
 
+/** How an attempt ended badly: it failed with an error, or its lease or queue deadline passed. */
+type BadEnding = { kind: 'failed'; error: ExecutionError } | { kind: 'timed_out' };
+
 /** Next step once an attempt ended badly: retry by policy, or end the execution. */
-function afterAttemptEnded(
-  s: StartedExecution,
-  error: ExecutionError | null,
-  ending: 'failed' | 'timed_out',
-  nextAttemptId: string,
-  jitter: number,
-  now: Date,
-): ExecutionEvent[] {
+function afterAttemptEnded(s: StartedExecution, ending: BadEnding, nextAttemptId: string, jitter: number, now: Date): ExecutionEvent[] {
   const at = iso(now);
   if (s.cancelRequest) return [{ type: 'ExecutionCancelled', data: { reason: s.cancelRequest.reason, at } }];
   const policy = s.workflow.graph.retry;
-  if (shouldRetry(policy, s.attemptsInRun, error)) {
+  if (shouldRetry(policy, s.attemptsInRun, ending.kind === 'failed' ? ending.error : null)) {
     const notBefore = new Date(now.getTime() + backoffMs(policy, s.attemptsInRun, jitter));
-    const last = currentAttempt(s)!;
     return [
       {
         type: 'AttemptScheduled',
         data: {
           attemptId: nextAttemptId,
-          attemptNumber: last.attemptNumber + 1,
+          attemptNumber: nextAttemptNumber(s),
           reason: 'retry',
           notBefore: notBefore.toISOString(),
           queueDeadline: plus(notBefore, s.workflow.graph.timeouts.queueMs),
@@ -239,8 +234,8 @@ function afterAttemptEnded(
       },
     ];
   }
-  if (ending === 'timed_out') return [{ type: 'ExecutionTimedOut', data: { reason: 'attempt timed out and no retry is left', at } }];
-  return [{ type: 'ExecutionFailed', data: { error: error!, at } }];
+  if (ending.kind === 'timed_out') return [{ type: 'ExecutionTimedOut', data: { reason: 'attempt timed out and no retry is left', at } }];
+  return [{ type: 'ExecutionFailed', data: { error: ending.error, at } }];
 }
 
 function timeOutAttempt(command: TimeOutAttempt, state: ExecutionState): ExecutionEvent[] {
@@ -251,7 +246,7 @@ function timeOutAttempt(command: TimeOutAttempt, state: ExecutionState): Executi
   if (!attempt || attempt.attemptId !== data.attemptId) throw new StaleAttemptError('attempt is not the current attempt', { attemptId: data.attemptId });
   let reason: 'lease_expired' | 'queue_deadline';
   let deadline: string;
-  if (attempt.status === 'running') [reason, deadline] = ['lease_expired', attempt.leaseExpiresAt!];
+  if (attempt.status === 'running') [reason, deadline] = ['lease_expired', attempt.leaseExpiresAt];
   else if (attempt.status === 'queued') [reason, deadline] = ['queue_deadline', attempt.queueDeadline];
   else throw new StaleAttemptError(`attempt is ${attempt.status}`, { attemptId: data.attemptId });
   // A heartbeat that won the race moved the deadline: the attempt stays alive.
@@ -259,7 +254,7 @@ function timeOutAttempt(command: TimeOutAttempt, state: ExecutionState): Executi
   const at = iso(now);
   return [
     { type: 'AttemptTimedOut', data: { attemptId: data.attemptId, reason, deadline, at } },
-    ...afterAttemptEnded(s, null, 'timed_out', data.nextAttemptId, data.jitter, now),
+    ...afterAttemptEnded(s, { kind: 'timed_out' }, data.nextAttemptId, data.jitter, now),
   ];
 }
 
@@ -269,10 +264,10 @@ function requestCancel(command: RequestCancel, state: ExecutionState): Execution
   if (s.status === 'cancelled' || s.cancelRequest) return [];
   if (isFinal(s)) throw new InvalidStateError(`execution already ${s.status}`, { status: s.status });
   const requested: ExecutionEvent = { type: 'CancelRequested', data: { reason: command.data.reason, requestedBy: command.metadata.actor, at } };
-  const attempt = currentAttempt(s)!;
+  const attempt = currentAttempt(s);
   // Promise 7: a queued attempt is cancelled at once; a running one learns it from its next heartbeat.
-  if (attempt.status === 'running') return [requested];
-  const cancelAttempt: ExecutionEvent[] = attempt.status === 'queued' ? [{ type: 'AttemptCancelled', data: { attemptId: attempt.attemptId, at } }] : [];
+  if (attempt?.status === 'running') return [requested];
+  const cancelAttempt: ExecutionEvent[] = attempt?.status === 'queued' ? [{ type: 'AttemptCancelled', data: { attemptId: attempt.attemptId, at } }] : [];
   return [requested, ...cancelAttempt, { type: 'ExecutionCancelled', data: { reason: command.data.reason, at } }];
 }
 
@@ -288,7 +283,7 @@ function requestRedrive(command: RequestRedrive, state: ExecutionState): Executi
   }
   if (!REDRIVABLE.includes(s.status)) throw new InvalidStateError(`cannot redrive an execution that is ${s.status}`, { status: s.status });
   const at = iso(metadata.now);
-  const attemptNumber = currentAttempt(s)!.attemptNumber + 1;
+  const attemptNumber = nextAttemptNumber(s);
   return [
     {
       type: 'RedriveRequested',

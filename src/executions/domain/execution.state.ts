@@ -1,23 +1,50 @@
 import type { AttemptReason, ExecutionError, ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
 
-export type AttemptStatus = 'queued' | 'running' | 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+export type EndedAttemptStatus = 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+export type AttemptStatus = 'queued' | 'running' | EndedAttemptStatus;
 
-export interface Attempt {
+interface AttemptFields {
   attemptId: string;
   attemptNumber: number;
   reason: AttemptReason;
-  status: AttemptStatus;
   scheduledAt: string;
   notBefore: string;
   queueDeadline: string;
+}
+
+/** Scheduled, waiting in the queue for a worker's claim. */
+export interface QueuedAttempt extends AttemptFields {
+  status: 'queued';
+  workerId: null;
+  fencingToken: null;
+  claimedAt: null;
+  leaseExpiresAt: null;
+  endedAt: null;
+}
+
+/** Claimed: one worker holds it, fenced by its token, until its lease expires. */
+export interface RunningAttempt extends AttemptFields {
+  status: 'running';
+  workerId: string;
+  fencingToken: number;
+  claimedAt: string;
+  leaseExpiresAt: string;
+  endedAt: null;
+}
+
+/** Over, whether or not it was ever claimed (a queued attempt may be cancelled or time out). */
+export interface EndedAttempt extends AttemptFields {
+  status: EndedAttemptStatus;
   workerId: string | null;
   fencingToken: number | null;
   claimedAt: string | null;
   leaseExpiresAt: string | null;
-  endedAt: string | null;
+  endedAt: string;
   output?: unknown;
   error?: ExecutionError;
 }
+
+export type Attempt = QueuedAttempt | RunningAttempt | EndedAttempt;
 
 export type NodeStatus = 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'skipped';
 
@@ -68,6 +95,7 @@ interface ExecutionFields {
 
 export type ActiveStatus = 'queued' | 'running' | 'awaiting_approval';
 export type FinalStatus = 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+export type ExecutionStatus = ActiveStatus | FinalStatus;
 
 export type ExecutionState =
   | { status: 'not_started' }
@@ -84,8 +112,14 @@ export function isFinal(state: ExecutionState): state is ExecutionFields & { sta
 
 export const initialState = (): ExecutionState => ({ status: 'not_started' });
 
+/** The latest attempt; none only between ExecutionStarted and the AttemptScheduled appended with it. */
 export function currentAttempt(state: StartedExecution): Attempt | undefined {
   return state.attempts[state.attempts.length - 1];
+}
+
+/** Attempts are numbered 1, 2, 3, … in the order they are scheduled. */
+export function nextAttemptNumber(state: StartedExecution): number {
+  return (currentAttempt(state)?.attemptNumber ?? 0) + 1;
 }
 
 function withAttempt(state: StartedExecution, attemptId: string, change: (a: Attempt) => Attempt): Attempt[] {
@@ -122,7 +156,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
   switch (event.type) {
     case 'AttemptScheduled': {
       const d = event.data;
-      const attempt: Attempt = {
+      const attempt: QueuedAttempt = {
         attemptId: d.attemptId,
         attemptNumber: d.attemptNumber,
         reason: d.reason,
@@ -147,13 +181,14 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         status: 'running',
         lastFencingToken: d.fencingToken,
         updatedAt: d.claimedAt,
-        attempts: withAttempt(s, d.attemptId, (a) => ({
+        attempts: withAttempt(s, d.attemptId, (a): RunningAttempt => ({
           ...a,
           status: 'running',
           workerId: d.workerId,
           fencingToken: d.fencingToken,
           claimedAt: d.claimedAt,
           leaseExpiresAt: d.leaseExpiresAt,
+          endedAt: null,
         })),
       };
     }
@@ -161,7 +196,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       return {
         ...s,
         updatedAt: event.data.extendedAt,
-        attempts: withAttempt(s, event.data.attemptId, (a) => ({ ...a, leaseExpiresAt: event.data.leaseExpiresAt })),
+        attempts: withAttempt(s, event.data.attemptId, (a) => (a.status === 'running' ? { ...a, leaseExpiresAt: event.data.leaseExpiresAt } : a)),
       };
     case 'NodeStarted':
     case 'NodeSucceeded':
@@ -248,11 +283,11 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
 function endAttempt(
   s: StartedExecution,
   attemptId: string,
-  status: AttemptStatus,
+  status: EndedAttemptStatus,
   at: string,
-  extra: Pick<Attempt, 'output' | 'error'>,
+  extra: Pick<EndedAttempt, 'output' | 'error'>,
 ): StartedExecution {
-  return { ...s, updatedAt: at, attempts: withAttempt(s, attemptId, (a) => ({ ...a, ...extra, status, endedAt: at })) };
+  return { ...s, updatedAt: at, attempts: withAttempt(s, attemptId, (a): EndedAttempt => ({ ...a, ...extra, status, endedAt: at })) };
 }
 
 function nodeRecord(

@@ -1,19 +1,38 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
 import type { Principal } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
-import { parseId, parseName } from '../../http/validation.js';
-import { MIN_POSITION_HEADER } from '../../projector/read-consistency.js';
-import { ExecutionQueries } from '../application/execution.queries.js';
-import { OperatorCommandsHandler } from '../application/operator-commands.handler.js';
-import { StartExecutionHandler } from '../application/start-execution.handler.js';
+import { ValidationFailedError } from '../../core/errors.js';
+import { parseBody, parseId, parseName } from '../../http/validation.js';
+import { MIN_POSITION_HEADER, readRequirement } from '../../projector/read-consistency.js';
+import { CancelExecutionCommand } from '../application/cancel-execution.handler.js';
+import { DecideApprovalCommand } from '../application/decide-approval.handler.js';
+import { GetExecutionHistoryQuery } from '../application/get-execution-history.handler.js';
+import { GetExecutionQuery } from '../application/get-execution.handler.js';
+import { ListExecutionsQuery } from '../application/list-executions.handler.js';
+import { RedriveExecutionCommand } from '../application/redrive-execution.handler.js';
+import {
+  approvalBodySchema,
+  cancelBodySchema,
+  getExecutionQuerySchema,
+  historyQuerySchema,
+  idempotencyKeySchema,
+  listExecutionsQuerySchema,
+  redriveBodySchema,
+  startExecutionBodySchema,
+} from '../application/request-schemas.js';
+import { StartExecutionCommand } from '../application/start-execution.handler.js';
 
+/**
+ * Executions over HTTP: input is validated here, at the edge, and handed on as a typed command
+ * or query (CommandBus, QueryBus); authorization happens in the handlers, against the resource.
+ */
 @Controller('v1')
 export class ExecutionsController {
   constructor(
-    private readonly start: StartExecutionHandler,
-    private readonly operator: OperatorCommandsHandler,
-    private readonly queries: ExecutionQueries,
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
   ) {}
 
   @Post('workspaces/:workspaceId/workflows/:name/executions')
@@ -25,13 +44,15 @@ export class ExecutionsController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const result = await this.start.execute({
-      principal,
-      workspaceId: parseName(workspaceId, 'workspaceId'),
-      workflowName: parseName(name, 'name'),
-      idempotencyKey,
-      body,
-    });
+    const result = await this.commands.execute(
+      new StartExecutionCommand(
+        principal,
+        parseName(workspaceId, 'workspaceId'),
+        parseName(name, 'name'),
+        idempotencyKey === undefined ? undefined : parseBody(idempotencyKeySchema, idempotencyKey, 'Idempotency-Key'),
+        parseBody(startExecutionBodySchema, body),
+      ),
+    );
     res.status(result.replayed ? 200 : 201);
     return result.body;
   }
@@ -41,36 +62,43 @@ export class ExecutionsController {
   list(
     @CurrentPrincipal() principal: Principal,
     @Param('workspaceId') workspaceId: string,
-    @Query() query: unknown,
+    @Query() rawQuery: unknown,
     @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
   ) {
-    return this.queries.list(principal, parseName(workspaceId, 'workspaceId'), query, minPosition);
+    const query = parseBody(listExecutionsQuerySchema, rawQuery, 'query');
+    return this.queries.execute(new ListExecutionsQuery(principal, parseName(workspaceId, 'workspaceId'), query, readRequirement(query, minPosition)));
   }
 
   @Get('executions/:executionId')
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('executionId') executionId: string,
-    @Query() query: unknown,
+    @Query() rawQuery: unknown,
     @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
   ) {
-    return this.queries.get(principal, parseId(executionId, 'executionId'), query, minPosition);
+    const id = parseId(executionId, 'executionId');
+    const query = parseBody(getExecutionQuerySchema, rawQuery, 'query');
+    return this.queries.execute(new GetExecutionQuery(principal, id, readRequirement(query, minPosition)));
   }
 
   @Get('executions/:executionId/history')
   history(
     @CurrentPrincipal() principal: Principal,
     @Param('executionId') executionId: string,
-    @Query() query: unknown,
+    @Query() rawQuery: unknown,
     @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
   ) {
-    return this.queries.history(principal, parseId(executionId, 'executionId'), query, minPosition);
+    const id = parseId(executionId, 'executionId');
+    const query = parseBody(historyQuerySchema, rawQuery, 'query');
+    return this.queries.execute(new GetExecutionHistoryQuery(principal, id, query, readRequirement(query, minPosition)));
   }
 
   @Post('executions/:executionId/cancel')
   @HttpCode(202)
   cancel(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string, @Body() body: unknown) {
-    return this.operator.cancel(principal, parseId(executionId, 'executionId'), body);
+    const id = parseId(executionId, 'executionId');
+    const { reason } = parseBody(cancelBodySchema, body);
+    return this.commands.execute(new CancelExecutionCommand(principal, id, reason ?? null));
   }
 
   @Post('executions/:executionId/approvals/:nodeId')
@@ -81,7 +109,9 @@ export class ExecutionsController {
     @Param('nodeId') nodeId: string,
     @Body() body: unknown,
   ) {
-    return this.operator.decideApproval(principal, parseId(executionId, 'executionId'), parseName(nodeId, 'nodeId'), body);
+    const id = parseId(executionId, 'executionId');
+    const node = parseName(nodeId, 'nodeId');
+    return this.commands.execute(new DecideApprovalCommand(principal, id, node, parseBody(approvalBodySchema, body)));
   }
 
   @Post('executions/:executionId/redrive')
@@ -92,6 +122,11 @@ export class ExecutionsController {
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() body: unknown,
   ) {
-    return this.operator.redrive(principal, parseId(executionId, 'executionId'), idempotencyKey, body);
+    const id = parseId(executionId, 'executionId');
+    if (idempotencyKey === undefined) {
+      throw new ValidationFailedError('Idempotency-Key header is required for redrive', [{ path: 'Idempotency-Key', message: 'required' }]);
+    }
+    const key = parseBody(idempotencyKeySchema, idempotencyKey, 'Idempotency-Key');
+    return this.commands.execute(new RedriveExecutionCommand(principal, id, key, parseBody(redriveBodySchema, body)));
   }
 }

@@ -4,13 +4,13 @@ import type { Clock } from '../../core/clock.port.js';
 import { DomainError } from '../../core/errors.js';
 import type { IdGenerator } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
-import type { ExecutionRunner } from '../../executions/application/execution-runner.js';
+import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
 import { LruSet } from './lru-set.js';
 import { MAX_RESULT_MESSAGE_BYTES, parseResultMessage, type ResultMessage } from './result-message.schema.js';
 
 export interface ResultIngestorDeps {
-  runner: Pick<ExecutionRunner, 'runMany'>;
+  executions: Pick<ExecutionStreams, 'handleBatch'>;
   bus: Bus;
   clock: Clock;
   ids: IdGenerator;
@@ -97,7 +97,7 @@ export class ResultIngestor {
   private async recordGroup(group: { message: IncomingMessage; result: ResultMessage }[]): Promise<void> {
     const executionId = group[0]!.result.executionId;
     const outcome = await this.withRetry('recording worker results', () =>
-      this.deps.runner.runMany(executionId, group.map(({ result }) => () => this.commandOf(result))),
+      this.deps.executions.handleBatch(executionId, group.map(({ result }) => () => this.commandOf(result))),
     );
     for (const [index, verdict] of outcome.verdicts.entries()) {
       if (!('rejected' in verdict)) continue;

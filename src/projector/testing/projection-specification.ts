@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { ExecutionEvent } from '../../executions/domain/execution.events.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
-import { applyBatch, BatchMemo, READ_MODELS_SCHEMA, versionSuffix, versionTables, type ProjectedEvent, type ProjectionDefinition } from '../projection-definition.js';
+import type { ProjectedEvent } from '../../../projections/execution-events.js';
+import { applyBatch, BatchMemo, READ_MODELS_SCHEMA, versionSuffix, versionTables, type AnyProjectionDefinition } from '../projection-definition.js';
 
 /** A domain event and, optionally, the execution it belongs to (else DEFAULT_EXECUTION). */
 export type GivenEvent = ExecutionEvent | { executionId: string; event: ExecutionEvent };
@@ -28,7 +29,7 @@ export const position = (n: number): string => `p${String(n).padStart(10, '0')}`
  *   const spec = projectionSpecification(timelineProjection, () => db);
  *   await spec.given([executionStarted(), attemptScheduled()]).then({ timeline: [...], timeline_owners: [...] });
  */
-export function projectionSpecification(definition: ProjectionDefinition<any>, database: () => SqlClient, defaultExecution: string) {
+export function projectionSpecification(definition: AnyProjectionDefinition, database: () => SqlClient, defaultExecution: string) {
   let nextVersion = 1;
   return {
     given(given: GivenEvent[]): ProjectionThen {
@@ -59,7 +60,7 @@ export function projectionSpecification(definition: ProjectionDefinition<any>, d
   };
 }
 
-async function project(sql: SqlClient, definition: ProjectionDefinition<any>, version: number, events: ProjectedEvent[], batchSize: number): Promise<ReadModelRows> {
+async function project(sql: SqlClient, definition: AnyProjectionDefinition, version: number, events: ProjectedEvent[], batchSize: number): Promise<ReadModelRows> {
   await sql.query(`create schema if not exists ${READ_MODELS_SCHEMA}`);
   const suffix = `_spec${versionSuffix(version)}`;
   for (const statement of [...definition.tables(suffix), ...definition.indexes(suffix)]) await sql.query(statement);

@@ -4,7 +4,7 @@ import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { IdGenerator } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
-import type { ExecutionRunner } from '../../executions/application/execution-runner.js';
+import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
 import { isFinal } from '../../executions/domain/execution.state.js';
@@ -16,7 +16,7 @@ import { planDeadlines } from './deadline-plan.js';
 
 export interface WatchdogDeps {
   store: EventStore;
-  runner: Pick<ExecutionRunner, 'run' | 'load'>;
+  executions: Pick<ExecutionStreams, 'handle' | 'load'>;
   /** The read-model Postgres: deadlines and the checkpoint commit in one of its transactions. */
   sql: SqlClient;
   checkpoints: CheckpointStore;
@@ -96,7 +96,7 @@ export class Watchdog {
     const runDeadlines = new Map<string, number | null>();
     for (const { executionId, event } of events) {
       if (event.type !== 'RedriveRequested' || runDeadlines.has(executionId)) continue;
-      const { state } = await this.deps.runner.load(executionId);
+      const { state } = await this.deps.executions.load(executionId);
       runDeadlines.set(executionId, isFinal(state) ? null : Date.parse(executionDeadline(state)));
     }
     const plan = planDeadlines(events, runDeadlines);
@@ -127,7 +127,7 @@ export class Watchdog {
     try {
       // Promise 4, its watchdog half: an attempt nobody claimed by its queue deadline, or whose
       // lease ran out, times out by command; the decider refuses if a heartbeat moved the lease.
-      const outcome = await this.deps.runner.run(deadline.executionId, command);
+      const outcome = await this.deps.executions.handle(deadline.executionId, command);
       if (outcome.appended) this.deps.logger.info('deadline passed', { executionId: deadline.executionId, kind: deadline.kind, attemptId: deadline.attemptId });
       await this.deps.deadlines.remove(deadline);
     } catch (error) {

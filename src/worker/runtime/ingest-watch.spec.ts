@@ -119,6 +119,7 @@ describe('IngestWatch', () => {
     it('answers nothing, rejects nothing, and answers once the bus is back', async () => {
       let down = true;
       const flaky: Bus = {
+        durable: bus.durable,
         publish: (topic, messages) => bus.publish(topic, messages),
         consume: (options) => bus.consume(options),
         endOffsets: (topic) => (down ? Promise.reject(new Error('broker down (injected)')) : bus.endOffsets(topic)),

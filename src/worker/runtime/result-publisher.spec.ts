@@ -14,6 +14,7 @@ function scriptedBus() {
   const calls: PublishCall[] = [];
   let arrived: Deferred<void> = deferred();
   const bus: Bus = {
+    durable: true,
     publish(topic: string, messages: OutgoingMessage[]) {
       const ack = deferred();
       calls.push({ topic, messages: messages.map((m) => JSON.parse(m.value)), ack });

@@ -1,25 +1,19 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
 import { CLOCK, type Clock } from '../../core/clock.port.js';
 import { handleCommand } from '../../core/command-handler.js';
-import { ValidationFailedError, type ValidationIssue } from '../../core/errors.js';
+import { ValidationFailedError } from '../../core/errors.js';
 import { EVENT_STORE, type EventStore, type Position } from '../../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../../core/ids.js';
 import { workflowDecider } from '../domain/workflow.decider.js';
 import { parseWorkflowEvent, WORKFLOW_SCHEMA_VERSION } from '../domain/workflow.events.js';
 import { workflowGraphDigest } from '../domain/workflow-digest.js';
+import type { WorkflowGraph } from '../domain/workflow-graph.schema.js';
 import { parseWorkflowDefinition } from '../domain/workflow-graph.validation.js';
-import { workflowIdOf, workflowNameSchema, workflowStreamId, workspaceIdSchema } from '../domain/workflow-identity.js';
+import { workflowIdOf, workflowStreamId } from '../domain/workflow-identity.js';
 
-export interface PublishWorkflowRequest {
-  workspaceId: string;
-  name: string;
-  /** The parsed JSON body, untrusted. */
-  body: unknown;
-  /** Subject of the caller, recorded as `publishedBy`. Authorization is the caller's job. */
-  actor: string;
-}
-
-export interface PublishWorkflowResponse {
+export interface PublishWorkflowResult {
   /** 201 when a new revision was published, 200 when the graph equals the latest revision. */
   status: 200 | 201;
   body: { workflowId: string; name: string; revision: number; digest: string };
@@ -27,32 +21,41 @@ export interface PublishWorkflowResponse {
   position: Position;
 }
 
-/** `PUT /v1/workspaces/:workspaceId/workflows/:name`: validate, then one append (or none). */
-@Injectable()
-export class PublishWorkflowHandler {
+export class PublishWorkflowCommand extends Command<PublishWorkflowResult> {
+  constructor(
+    readonly principal: Principal,
+    readonly workspaceId: string,
+    readonly name: string,
+    readonly graph: WorkflowGraph,
+  ) {
+    super();
+  }
+}
+
+/**
+ * A publish body as a normalized graph, or a ValidationFailedError listing every problem in it
+ * (promise 11: a bad graph is refused with every issue, before anything is read or written).
+ */
+export function parsePublishBody(body: unknown): WorkflowGraph {
+  const definition = parseWorkflowDefinition(body);
+  if (definition.ok) return definition.graph;
+  const first = definition.issues[0];
+  throw new ValidationFailedError(`invalid workflow: ${first?.path || '(body)'}: ${first?.message ?? 'invalid'}`, definition.issues);
+}
+
+/** `PUT /v1/workspaces/:workspaceId/workflows/:name`: one append of a new revision, or none. */
+@CommandHandler(PublishWorkflowCommand)
+export class PublishWorkflowHandler implements ICommandHandler<PublishWorkflowCommand> {
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
   ) {}
 
-  async execute(request: PublishWorkflowRequest): Promise<PublishWorkflowResponse> {
-    const { workspaceId, name } = request;
-    const issues: ValidationIssue[] = [];
-    for (const [path, schema, value] of [['workspaceId', workspaceIdSchema, workspaceId], ['name', workflowNameSchema, name]] as const) {
-      const result = schema.safeParse(value);
-      if (!result.success) issues.push({ path, message: result.error.issues[0]!.message });
-    }
-    const definition = parseWorkflowDefinition(request.body);
-    if (!definition.ok) issues.push(...definition.issues);
-    // Promise 11: a bad graph is refused with every issue, before anything is read or written.
-    if (issues.length > 0 || !definition.ok) {
-      const first = issues[0]!;
-      throw new ValidationFailedError(`invalid workflow: ${first.path || '(body)'}: ${first.message}`, issues);
-    }
-
+  async execute({ principal, workspaceId, name, graph }: PublishWorkflowCommand): Promise<PublishWorkflowResult> {
+    requireWorkspaceRole(principal, workspaceId, 'editor');
     const workflowId = workflowIdOf(workspaceId, name);
-    const digest = workflowGraphDigest(definition.graph);
+    const digest = workflowGraphDigest(graph);
     const outcome = await handleCommand({
       store: this.store,
       streamId: workflowStreamId(workspaceId, name),
@@ -60,8 +63,8 @@ export class PublishWorkflowHandler {
       parseEvent: parseWorkflowEvent,
       command: {
         type: 'PublishWorkflowRevision',
-        data: { workspaceId, name, workflowId, graph: definition.graph, digest },
-        metadata: { now: this.clock.now(), actor: request.actor },
+        data: { workspaceId, name, workflowId, graph, digest },
+        metadata: { now: this.clock.now(), actor: principal.subject },
       },
       // Random ids suffice: a repeated publish is absorbed by the digest check, and two racing
       // publishes are separated by the expected revision.

@@ -4,7 +4,8 @@ import type { EventStore, ReadStreamOptions, RecordedEvent } from '../../core/ev
 import { randomIds } from '../../core/ids.js';
 import { PostgresEventStore } from '../../event-store/postgres/postgres-event-store.js';
 import { PgliteSqlClient } from '../../postgres/pglite-sql-client.js';
-import { PublishWorkflowHandler } from './publish-workflow.handler.js';
+import type { Principal } from '../../auth/principal.js';
+import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from './publish-workflow.handler.js';
 import { WorkflowQueries } from './workflow.queries.js';
 
 const graph = (nodes: string[]) => ({ nodes: nodes.map((id) => ({ id, type: 'noop' })), edges: [] });
@@ -25,7 +26,9 @@ describe('WorkflowQueries', () => {
   let sql: PgliteSqlClient;
   let store: PostgresEventStore;
   let publisher: PublishWorkflowHandler;
-  const publish = (nodes: string[]) => publisher.execute({ workspaceId: 'ws-a', name: 'flow', body: graph(nodes), actor: 'tester' });
+  const editor: Principal = { subject: 'tester', workspaces: new Map([['ws-a', 'editor']]), global: new Set(), tokenId: 'test' };
+  const publishAs = (name: string, nodes: string[]) => publisher.execute(new PublishWorkflowCommand(editor, 'ws-a', name, parsePublishBody(graph(nodes))));
+  const publish = (nodes: string[]) => publishAs('flow', nodes);
 
   beforeAll(async () => {
     sql = await PgliteSqlClient.open();
@@ -71,7 +74,7 @@ describe('WorkflowQueries', () => {
   it('does not remember a workflow that does not exist', async () => {
     const queries = new WorkflowQueries(store);
     await expect(queries.getRevision('ws-a', 'missing')).rejects.toThrow('workflow missing not found');
-    await publisher.execute({ workspaceId: 'ws-a', name: 'missing', body: graph(['x']), actor: 'tester' });
+    await publishAs('missing', ['x']);
     expect((await queries.getRevision('ws-a', 'missing')).revision).toBe(1);
   });
 });

@@ -1,19 +1,21 @@
 import { Body, Controller, Get, Param, Put, Query, Res } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
 import { z } from 'zod';
-import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
+import type { Principal } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
 import { parseBody, parseName } from '../../http/validation.js';
-import { PublishWorkflowHandler } from '../application/publish-workflow.handler.js';
-import { WorkflowQueries } from '../application/workflow.queries.js';
+import { GetWorkflowQuery } from '../application/get-workflow.handler.js';
+import { parsePublishBody, PublishWorkflowCommand } from '../application/publish-workflow.handler.js';
 
-const getQuerySchema = z.strictObject({ revision: z.coerce.number().int().min(1).optional() });
+export const getWorkflowQuerySchema = z.strictObject({ revision: z.coerce.number().int().min(1).optional() });
 
+/** Workflows over HTTP: input validated here, at the edge; commands and queries go through the CQRS buses. */
 @Controller('v1/workspaces/:workspaceId/workflows/:name')
 export class WorkflowsController {
   constructor(
-    private readonly publish: PublishWorkflowHandler,
-    private readonly queries: WorkflowQueries,
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
   ) {}
 
   @Put()
@@ -26,23 +28,16 @@ export class WorkflowsController {
   ) {
     const workspaceId = parseName(rawWorkspaceId, 'workspaceId');
     const name = parseName(rawName, 'name');
-    requireWorkspaceRole(principal, workspaceId, 'editor');
-    const result = await this.publish.execute({ workspaceId, name, body, actor: principal.subject });
+    const result = await this.commands.execute(new PublishWorkflowCommand(principal, workspaceId, name, parsePublishBody(body)));
     res.status(result.status);
     return { ...result.body, position: result.position };
   }
 
   @Get()
-  async get(
-    @CurrentPrincipal() principal: Principal,
-    @Param('workspaceId') rawWorkspaceId: string,
-    @Param('name') rawName: string,
-    @Query() rawQuery: unknown,
-  ) {
+  get(@CurrentPrincipal() principal: Principal, @Param('workspaceId') rawWorkspaceId: string, @Param('name') rawName: string, @Query() rawQuery: unknown) {
     const workspaceId = parseName(rawWorkspaceId, 'workspaceId');
     const name = parseName(rawName, 'name');
-    requireWorkspaceRole(principal, workspaceId, 'viewer');
-    const { revision } = parseBody(getQuerySchema, rawQuery, 'query');
-    return this.queries.getRevision(workspaceId, name, revision);
+    const { revision } = parseBody(getWorkflowQuerySchema, rawQuery, 'query');
+    return this.queries.execute(new GetWorkflowQuery(principal, workspaceId, name, revision));
   }
 }

@@ -4,7 +4,7 @@ import type { Bus, IncomingMessage } from '../../../src/core/bus.port.js';
 import type { RecordedEvent } from '../../../src/core/event-store.port.js';
 import { randomIds } from '../../../src/core/ids.js';
 import { createLogger } from '../../../src/core/logger.js';
-import { ExecutionRunner } from '../../../src/executions/application/execution-runner.js';
+import { ExecutionStreams } from '../../../src/executions/application/execution-streams.js';
 import { executionStreamId } from '../../../src/executions/domain/execution-event.parser.js';
 import type { WorkflowSnapshot } from '../../../src/executions/domain/execution.events.js';
 import { aWorkflow } from '../../../src/executions/domain/testing/execution-fixtures.js';
@@ -14,17 +14,17 @@ import { type StoreKind, openTestStore } from '../../support/test-app.js';
 /**
  * What the background processes (dispatcher, ingestor, watchdog) run against in tests: a real
  * store (PGlite or the test Postgres) that also holds process state, the in-process bus, an
- * adjustable clock, and the execution runner to play the API's and the workers' part.
+ * adjustable clock, and the execution streams to play the API's and the workers' part.
  */
 export async function openProcessFixture(kind: StoreKind) {
   const opened = await openTestStore(kind);
   const clock = new AdjustableClock();
-  const runner = new ExecutionRunner(opened.store, clock, randomIds);
+  const executions = new ExecutionStreams(opened.store, clock, randomIds);
   const logger = createLogger({ level: 'silent' });
   const fixture = {
     ...opened,
     clock,
-    runner,
+    executions,
     /** Renewed by `renewBus`: tests that share the store (opening PGlite is slow) need not share topics. */
     bus: new InProcessBus(),
     logger,
@@ -32,7 +32,7 @@ export async function openProcessFixture(kind: StoreKind) {
     async startExecution(workflow: WorkflowSnapshot = aWorkflow()) {
       const executionId = randomUUID();
       const attemptId = randomUUID();
-      await runner.run(executionId, {
+      await executions.handle(executionId, {
         type: 'StartExecution',
         data: { executionId, workspaceId: 'ws-a', workflow, input: {}, idempotency: null, attemptId },
         metadata: { now: clock.now(), actor: 'operator' },
@@ -40,7 +40,7 @@ export async function openProcessFixture(kind: StoreKind) {
       return { executionId, attemptId };
     },
     async claim(executionId: string, attemptId: string, workerId = 'worker-1') {
-      const outcome = await runner.run(executionId, { type: 'ClaimAttempt', data: { attemptId, workerId }, metadata: { now: clock.now(), actor: workerId } });
+      const outcome = await executions.handle(executionId, { type: 'ClaimAttempt', data: { attemptId, workerId }, metadata: { now: clock.now(), actor: workerId } });
       const claimed = outcome.events.find((e) => e.type === 'AttemptClaimed');
       if (claimed?.type !== 'AttemptClaimed') throw new Error('claim recorded nothing');
       return { attemptId, workerId, fencingToken: claimed.data.fencingToken };

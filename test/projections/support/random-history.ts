@@ -2,7 +2,7 @@ import type { Clock } from '../../../src/core/clock.port.js';
 import { DomainError } from '../../../src/core/errors.js';
 import type { EventStore } from '../../../src/core/event-store.port.js';
 import { uuidV5 } from '../../../src/core/ids.js';
-import { ExecutionRunner } from '../../../src/executions/application/execution-runner.js';
+import { ExecutionStreams } from '../../../src/executions/application/execution-streams.js';
 import type { ExecutionCommand } from '../../../src/executions/domain/execution.commands.js';
 import type { RetryPolicy, WorkflowSnapshot } from '../../../src/executions/domain/execution.events.js';
 import { currentAttempt, type ExecutionState, type StartedExecution } from '../../../src/executions/domain/execution.state.js';
@@ -47,7 +47,7 @@ export interface RandomHistoryOptions {
 }
 
 /**
- * Drives the real execution deciders (through the production ExecutionRunner) with random
+ * Drives the real execution deciders (through the production ExecutionStreams) with random
  * commands: starts, claims, heartbeats, node results, completions, timeouts, cancels and
  * redrives, on a clock that jumps forward so leases and queue deadlines expire. Commands a
  * decider rejects append nothing, so every history in the store is a valid one.
@@ -58,7 +58,7 @@ export async function writeRandomHistories(store: EventStore, options: RandomHis
   const clock: Clock = { now: () => new Date(now) };
   let idCounter = 0;
   const ids = { uuid: () => uuidV5(`random-history:${options.seed}:${idCounter++}`) };
-  const runner = new ExecutionRunner(store, clock, ids);
+  const streams = new ExecutionStreams(store, clock, ids);
   const executions: string[] = [];
   const workspaces = options.workspaces ?? ['ws-a', 'ws-b'];
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
@@ -66,7 +66,7 @@ export async function writeRandomHistories(store: EventStore, options: RandomHis
 
   const issue = async (executionId: string, command: (state: ExecutionState) => ExecutionCommand | null) => {
     try {
-      const outcome = await runner.run(executionId, (state) => {
+      const outcome = await streams.handle(executionId, (state) => {
         const next = command(state);
         if (next === null) throw new SkipCommand();
         return next;

@@ -16,13 +16,14 @@ export type ExecutionBatchOutcome = BatchOutcome<ExecutionEvent, ExecutionState>
 export type ExecutionCommandInput = CommandInput<ExecutionCommand, ExecutionState>;
 
 /**
- * Runs commands against one execution stream through the generic command handler, and loads
- * executions for queries. The only place that knows how executions are stored. One instance
- * per process (ExecutionRunnerModule), so its cache of folded states serves every role: the
- * claim taken over HTTP and the results ingested from the bus decide without re-reading.
+ * The execution streams (`execution-<id>`): handles domain commands on one through the generic
+ * command handler (read, fold, decide, append with the expected revision), and loads one. The
+ * only place that knows how executions are stored. One instance per process
+ * (ExecutionStreamsModule), so its cache of folded states serves every role: the claim taken
+ * over HTTP and the results ingested from the bus decide without re-reading.
  */
 @Injectable()
-export class ExecutionRunner {
+export class ExecutionStreams {
   private readonly cache = new StreamStateCache<ExecutionState>(10_000);
 
   constructor(
@@ -35,7 +36,7 @@ export class ExecutionRunner {
    * `eventIds` makes the ids of the appended events deterministic (a retry must not add a second
    * fact); `newStream` skips the read of a stream whose id was just made at random.
    */
-  run(executionId: string, command: ExecutionCommandInput, options: { eventIds?: (index: number) => string; newStream?: boolean } = {}): Promise<ExecutionOutcome> {
+  handle(executionId: string, command: ExecutionCommandInput, options: { eventIds?: (index: number) => string; newStream?: boolean } = {}): Promise<ExecutionOutcome> {
     return handleCommand({ ...this.options(executionId, options.eventIds), command, assumeNewStream: options.newStream });
   }
 
@@ -44,7 +45,7 @@ export class ExecutionRunner {
    * decided on the state the previous ones left; one the domain refuses gets its verdict and
    * writes nothing, the others commit together.
    */
-  runMany(executionId: string, commands: ExecutionCommandInput[]): Promise<ExecutionBatchOutcome> {
+  handleBatch(executionId: string, commands: ExecutionCommandInput[]): Promise<ExecutionBatchOutcome> {
     return handleCommands({ ...this.options(executionId), commands });
   }
 
@@ -72,6 +73,13 @@ export class ExecutionRunner {
     if (state.status === 'not_started') throw new NotFoundError('execution not found');
     return { state, history };
   }
+}
+
+/** Position of a command's last event: the one it appended, or for a replay the stream's last. */
+export function lastPosition(outcome: ExecutionOutcome): string {
+  const position = outcome.appended?.position ?? outcome.history.at(-1)?.position;
+  if (position === undefined) throw new Error('a handled command left an empty stream');
+  return position;
 }
 
 /** Position of the last event of an append; for a replay, of the recorded event that matched. */

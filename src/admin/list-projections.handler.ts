@@ -1,14 +1,28 @@
-import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
-import { READ_MODEL_SQL } from '../app/core.module.js';
-import { NotFoundError } from '../core/errors.js';
+import { Inject } from '@nestjs/common';
+import { type IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { type Principal, requireGlobalRole } from '../auth/authorization.js';
 import { EVENT_STORE, type EventStore, type Position } from '../core/event-store.port.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
-import { readCatalog, requestRebuild, type VersionInfo } from '../projector/projection-catalog.js';
-import type { ProjectionDefinition } from '../projector/projection-definition.js';
+import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
+import { readCatalog, type VersionInfo } from '../projector/projection-catalog.js';
+import type { AnyProjectionDefinition } from '../projector/projection-definition.js';
 import { Projector } from '../projector/projector.js';
 import { PROJECTION_DEFINITIONS, PROJECTOR_RUNS } from '../projector/projector.module.js';
 import { ReadModelSettings } from '../projector/projector.settings.js';
+
+export type ProjectionsStatus = { projectorRunsHere: boolean; projections: ProjectionStatus[] };
+type ProjectionStatus = {
+  name: string;
+  version: number;
+  definitionVersion: number;
+  status: 'failing' | 'catching_up' | 'live';
+  position: Position | null;
+  eventsApplied: number;
+  updatedAt: string | null;
+  lag: Lag;
+  error: ReturnType<Projector['failure']>;
+  rebuild: ReturnType<typeof rebuildProgress> | null;
+  lastRebuild: { rebuildId: string | null; version: number; switchedAt: string | null } | null;
+};
 
 /** Events after a position, counted up to a limit; with the age of the oldest of them. */
 interface Lag {
@@ -18,25 +32,33 @@ interface Lag {
   seconds: number;
 }
 
-/** Status of the read models for operators: positions, lag, rebuild progress; and rebuilds. */
-@Injectable()
-export class ProjectionsAdminService {
+export class ListProjectionsQuery extends Query<ProjectionsStatus> {
+  constructor(readonly principal: Principal) {
+    super();
+  }
+}
+
+/** Status of the read models for operators: positions, lag, rebuild progress (system-admin only). */
+@QueryHandler(ListProjectionsQuery)
+export class ListProjectionsHandler implements IQueryHandler<ListProjectionsQuery> {
   constructor(
     @Inject(READ_MODEL_SQL) private readonly sql: SqlClient,
     @Inject(EVENT_STORE) private readonly store: EventStore,
-    @Inject(PROJECTION_DEFINITIONS) private readonly definitions: readonly ProjectionDefinition<any>[],
+    @Inject(PROJECTION_DEFINITIONS) private readonly definitions: readonly AnyProjectionDefinition[],
     @Inject(Projector) private readonly projector: Projector,
     @Inject(PROJECTOR_RUNS) private readonly projectorRunsHere: boolean,
     @Inject(ReadModelSettings) private readonly settings: ReadModelSettings,
   ) {}
 
-  async list() {
+  async execute({ principal }: ListProjectionsQuery): Promise<ProjectionsStatus> {
+    requireGlobalRole(principal, 'system-admin');
     const catalog = await readCatalog(this.sql);
-    const projections = [];
+    const projections: ProjectionStatus[] = [];
     for (const definition of this.definitions) {
       const entry = catalog.get(definition.name);
       if (entry === undefined) continue;
-      const live = entry.versions.find((v) => v.version === entry.liveVersion)!;
+      const live = entry.versions.find((v) => v.version === entry.liveVersion);
+      if (live === undefined) continue; // the catalog always names a live version; nothing to show if not
       const building = entry.versions.find((v) => v.version === entry.buildingVersion) ?? null;
       const lag = await this.lagAfter(live.position);
       const failure = this.projector.failure(definition.name);
@@ -57,14 +79,6 @@ export class ProjectionsAdminService {
       });
     }
     return { projectorRunsHere: this.projectorRunsHere, projections };
-  }
-
-  async rebuild(name: string): Promise<{ rebuildId: string; version: number }> {
-    const definition = this.definitions.find((d) => d.name === name);
-    if (definition === undefined) throw new NotFoundError(`projection ${name} not found`);
-    const { rebuildId, version } = await requestRebuild(this.sql, definition, randomUUID());
-    this.projector.poke();
-    return { rebuildId, version };
   }
 
   private async lagAfter(position: Position | null): Promise<Lag> {

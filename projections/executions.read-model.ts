@@ -1,7 +1,7 @@
-import type { Position } from '../core/event-store.port.js';
-import type { StartedExecution } from '../executions/domain/execution.state.js';
-import type { SqlQueryable } from '../postgres/sql-client.port.js';
-import type { ExecutionDocument } from '../../projections/executions.projection.js';
+import type { Position } from '../src/core/event-store.port.js';
+import type { StartedExecution } from '../src/executions/domain/execution.state.js';
+import type { SqlQueryable } from '../src/postgres/sql-client.port.js';
+import type { ExecutionDocument } from './executions.projection.js';
 
 export interface ExecutionSummary {
   executionId: string;

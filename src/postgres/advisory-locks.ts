@@ -1,70 +1,22 @@
 import type pg from 'pg';
-import { PgSqlClient } from '../postgres/pg-sql-client.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
-
-/** The right to run one version of one projection: held by at most one runner anywhere. */
-export interface ProjectorLock {
-  /** Aborts when the lock may have been lost (its connection died): the runner must stop. */
-  readonly lost: AbortSignal;
-  release(): Promise<void>;
-}
-
-export interface ProjectorLocks {
-  /** The lock, or null when someone else holds it. */
-  tryAcquire(key: string): Promise<ProjectorLock | null>;
-  close(): Promise<void>;
-}
+import type { SessionLock, SessionLocks } from './sql-client.port.js';
 
 /**
- * Locks of one projector instance. On node-postgres: session advisory locks on one dedicated
- * connection, so a crashed process frees its locks with its connection. On PGlite (one process
- * owns the database) a registry per database is enough.
+ * Session locks on node-postgres: session advisory locks on one dedicated connection, so a
+ * crashed process frees its locks with its connection.
  */
-export function projectorLocks(sql: SqlClient): ProjectorLocks {
-  return sql instanceof PgSqlClient ? new AdvisoryLocks(sql.pool) : new InProcessLocks(sql);
-}
-
-const heldInProcess = new WeakMap<SqlClient, Set<string>>();
-
-class InProcessLocks implements ProjectorLocks {
-  private readonly mine = new Set<string>();
-
-  constructor(private readonly sql: SqlClient) {}
-
-  async tryAcquire(key: string): Promise<ProjectorLock | null> {
-    let held = heldInProcess.get(this.sql);
-    if (held === undefined) heldInProcess.set(this.sql, (held = new Set()));
-    if (held.has(key)) return null;
-    held.add(key);
-    this.mine.add(key);
-    const lost = new AbortController();
-    return {
-      lost: lost.signal,
-      release: async () => {
-        if (this.mine.delete(key)) held.delete(key);
-      },
-    };
-  }
-
-  async close(): Promise<void> {
-    const held = heldInProcess.get(this.sql);
-    for (const key of this.mine) held?.delete(key);
-    this.mine.clear();
-  }
-}
-
 interface Session {
   client: Promise<pg.PoolClient>;
   lost: AbortController;
   queue: Promise<void>;
 }
 
-class AdvisoryLocks implements ProjectorLocks {
+export class AdvisoryLocks implements SessionLocks {
   private session: Session | null = null;
 
   constructor(private readonly pool: pg.Pool) {}
 
-  async tryAcquire(key: string): Promise<ProjectorLock | null> {
+  async tryAcquire(key: string): Promise<SessionLock | null> {
     const session = this.connect();
     const { rows } = await this.query<{ ok: boolean }>(session, 'select pg_try_advisory_lock(hashtextextended($1, 0)) as ok', [key]);
     if (rows[0]?.ok !== true) return null;
@@ -104,7 +56,7 @@ class AdvisoryLocks implements ProjectorLocks {
       client: this.pool.connect().then((client) => {
         client.on('error', () => {
           // Postgres freed this session's locks with it: every runner holding one must stop.
-          lost.abort(new Error('the projector lock connection was lost'));
+          lost.abort(new Error('the session-lock connection was lost'));
           if (this.session === session) this.session = null;
           client.release(true);
         });

@@ -1,8 +1,8 @@
-import type { Position } from '../core/event-store.port.js';
-import type { TimelineEvent, TimelineReader } from '../core/timeline.port.js';
-import type { SqlQueryable } from '../postgres/sql-client.port.js';
-import { liveCheckpoint } from './projection-catalog.js';
-import type { ProjectionSignals } from './projection-signals.js';
+import type { Position } from '../src/core/event-store.port.js';
+import type { TimelineEvent, TimelineReader } from '../src/core/timeline.port.js';
+import type { SqlQueryable } from '../src/postgres/sql-client.port.js';
+import { liveCheckpoint } from '../src/projector/projection-catalog.js';
+import type { ProjectionSignals } from '../src/projector/projection-signals.js';
 
 interface TimelineRow {
   position: string;

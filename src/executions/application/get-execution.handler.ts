@@ -1,0 +1,44 @@
+import { Inject } from '@nestjs/common';
+import { type IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { ExecutionsReadModel } from '../../../projections/executions.read-model.js';
+import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
+import { NotFoundError } from '../../core/errors.js';
+import { ReadConsistency, type ReadRequirement } from '../../projector/read-consistency.js';
+import { executionStreamId } from '../domain/execution-event.parser.js';
+import { toView } from './execution.views.js';
+
+export class GetExecutionQuery extends Query<ReturnType<typeof toView>> {
+  constructor(
+    readonly principal: Principal,
+    readonly executionId: string,
+    readonly requirement: ReadRequirement,
+  ) {
+    super();
+  }
+}
+
+/**
+ * One execution from the `executions` read model, once it reflects what the request needs
+ * (read-your-writes, read-consistency.ts). Authorization comes from the execution's workspace,
+ * never the URL (promise 10).
+ */
+@QueryHandler(GetExecutionQuery)
+export class GetExecutionHandler implements IQueryHandler<GetExecutionQuery> {
+  constructor(
+    @Inject(ExecutionsReadModel) private readonly executions: ExecutionsReadModel,
+    @Inject(ReadConsistency) private readonly consistency: ReadConsistency,
+  ) {}
+
+  async execute({ principal, executionId, requirement }: GetExecutionQuery) {
+    const document = await this.consistency.readAfterStream(
+      'executions',
+      requirement,
+      executionStreamId(executionId),
+      () => this.executions.get(executionId),
+      (found) => found?.revision ?? null,
+    );
+    if (document === null) throw new NotFoundError('execution not found');
+    requireWorkspaceRole(principal, document.state.workspaceId, 'viewer', 'execution not found');
+    return toView(document.state, document.position);
+  }
+}
