@@ -4,7 +4,7 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { parseName } from '../http/validation.js';
 import { ProjectionsAdminService } from './projections-admin.service.js';
 
-/** API.md "Admin and operations": the read models, for the global system-admin role only. */
+/** docs/api.md, "Admin and health": the read models, for the global system-admin role only. */
 @Controller('v1/admin/projections')
 export class ProjectionsAdminController {
   constructor(@Inject(ProjectionsAdminService) private readonly admin: ProjectionsAdminService) {}

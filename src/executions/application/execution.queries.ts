@@ -30,7 +30,7 @@ const listQuerySchema = z.strictObject({
 /**
  * Reads of executions, from the read models (`executions`, `timeline`). Each waits first until
  * the read model reflects what the request needs (read-your-writes; see read-consistency.ts).
- * Authorization comes from the execution's workspace, never the URL (promise 10).
+ * Authorization comes from the execution's workspace, never the URL (promise 10, docs/architecture.md).
  */
 @Injectable()
 export class ExecutionQueries {

@@ -7,7 +7,7 @@ import type { ExecutionState } from '../domain/execution.state.js';
 import { ExecutionRunner, positionOf } from './execution-runner.js';
 import { approvalBodySchema, cancelBodySchema, idempotencyKeySchema, redriveBodySchema } from './request-schemas.js';
 
-/** Authorization derives from the execution's own workspace (promise 10): 404 when unreadable. */
+/** Authorization derives from the execution's own workspace (promise 10, docs/architecture.md): 404 when unreadable. */
 function authorizeOperator(principal: Principal, state: ExecutionState): void {
   if (state.status !== 'not_started') requireWorkspaceRole(principal, state.workspaceId, 'operator', 'execution not found');
 }

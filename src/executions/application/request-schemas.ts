@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Bodies and headers of the execution endpoints (API.md "Executions", "Worker protocol"). */
+/** Bodies and headers of the execution endpoints (docs/api.md, "Executions" and "Worker protocol"). */
 export const idempotencyKeySchema = z
   .string()
   .min(1)

@@ -35,7 +35,7 @@ export class StartExecutionHandler {
     const body = parseBody(startExecutionBodySchema, request.body);
     const key = request.idempotencyKey === undefined ? undefined : parseBody(idempotencyKeySchema, request.idempotencyKey, 'Idempotency-Key');
     const workflow = await this.workflows.getRevision(workspaceId, workflowName, body.revision);
-    // Promise 2: the key names the execution, so concurrent duplicates meet at one stream and
+    // Promise 2 (docs/architecture.md): the key names the execution, so concurrent duplicates meet at one stream and
     // its expected revision lets exactly one ExecutionStarted in.
     const executionId = key ? uuidV5(`execution:${workspaceId}:${key}`) : this.runner.ids.uuid();
     const idempotency = key ? { key, fingerprint: sha256OfCanonical({ workflow: workflowName, body }) } : null;

@@ -6,7 +6,7 @@ import { type StartedExecution, currentAttempt } from '../domain/execution.state
 import { ExecutionRunner, type ExecutionOutcome } from './execution-runner.js';
 import { claimBodySchema, completeBodySchema, heartbeatBodySchema } from './request-schemas.js';
 
-/** The worker's synchronous protocol: claim, heartbeat, complete (API.md "Worker protocol"). */
+/** The worker's synchronous protocol: claim, heartbeat, complete (docs/api.md, "Worker protocol"). */
 @Injectable()
 export class WorkerProtocolHandler {
   constructor(private readonly runner: ExecutionRunner) {}

@@ -45,7 +45,7 @@ export class PublishWorkflowHandler {
     }
     const definition = parseWorkflowDefinition(request.body);
     if (!definition.ok) issues.push(...definition.issues);
-    // Promise 11: a bad graph is refused with every issue, before anything is read or written.
+    // Promise 11 (docs/architecture.md): a bad graph is refused with every issue, before anything is read or written.
     if (issues.length > 0 || !definition.ok) {
       const first = issues[0]!;
       throw new ValidationFailedError(`invalid workflow: ${first.path || '(body)'}: ${first.message}`, issues);
