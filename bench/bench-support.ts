@@ -36,7 +36,7 @@ export function post(url: string, headers: Record<string, string>, body: string)
 /**
  * Before its first cell, a stack runs this long at 16 concurrent (BENCH_STACK_WARMUP_SECONDS,
  * default 20): the broker's JVM and V8 compile their hot paths over the first thousands of
- * executions. In session 9's runs a first cell at 1 concurrent on a cold stack ran 25–50 % fewer
+ * executions. In the runs of 2026-11-30 a first cell at 1 concurrent on a cold stack ran 25–50 % fewer
  * executions per second than the same cell after this warm-up. Each cell still warms up at its
  * own concurrency too.
  */

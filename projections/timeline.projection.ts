@@ -30,7 +30,7 @@ export class OrphanEventError extends Error {
 /**
  * `timeline`: every execution event, keyed by its global position in the event store. History
  * pages and SSE read it; an SSE `id:` is this position, which a rebuild copies from the log
- * unchanged (promise 8 relies on it). `timeline_owners` maps each execution to its workspace:
+ * unchanged (promise 8 relies on it, docs/architecture.md). `timeline_owners` maps each execution to its workspace:
  * only ExecutionStarted carries it, and it authorizes reads of everything else.
  */
 export const timelineProjection: ProjectionDefinition<TimelineBatch, string, ProjectedEvent> = {

@@ -20,7 +20,7 @@ export class RebuildProjectionCommand extends Command<{ rebuildId: string; versi
 
 /**
  * Asks for a new version of a read model, built beside the live one from the log, which takes
- * over once caught up (promise 9); progress shows on the projections list. System-admin only.
+ * over once caught up (promise 9, docs/architecture.md); progress shows on the projections list. System-admin only.
  */
 @CommandHandler(RebuildProjectionCommand)
 export class RebuildProjectionHandler implements ICommandHandler<RebuildProjectionCommand> {

@@ -15,7 +15,7 @@ export function bearerToken(headers: IncomingHttpHeaders): string | null {
 /**
  * Global guard: authenticates every route not marked @Public() and attaches the Principal.
  * It only authenticates; which workspace a request may touch is decided by the handler from
- * the resource it loads (promise 10), never here from the URL.
+ * the resource it loads (promise 10, docs/architecture.md), never here from the URL.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {

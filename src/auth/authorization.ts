@@ -17,7 +17,7 @@ export function hasWorkspaceRole(principal: Principal, workspaceId: string, minR
 }
 
 /**
- * Tenancy from ownership (promise 10): call it with the workspace that owns the resource
+ * Tenancy from ownership (promise 10, docs/architecture.md): call it with the workspace that owns the resource
  * (execution → its workspace), never with a workspace id taken from the request alone.
  * No role at all → NotFoundError with `notFoundMessage`, which must be the very message a
  * missing resource gets, so the answer does not reveal that the resource exists.

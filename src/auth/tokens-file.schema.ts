@@ -17,7 +17,7 @@ export const tokenEntrySchema = z.strictObject({
 /** One grant: a bearer token, who it stands for, and its roles. */
 export type TokenEntry = z.output<typeof tokenEntrySchema>;
 
-/** The FLOSTRA_TOKENS_FILE format (API.md, "Configuration"). */
+/** The FLOSTRA_TOKENS_FILE format (docs/operations.md, "Tokens file"). */
 export const tokensFileSchema = z
   .strictObject({ tokens: z.array(tokenEntrySchema) })
   .superRefine((file, ctx) => {

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import type { LogThreshold } from '../core/logger.js';
 
-/** The processes one Flostra binary can run (DESIGN.md, "Processes"). */
+/** The processes one Flostra binary can run (docs/architecture.md, "Processes and roles"). */
 export const PROCESS_ROLES = ['api', 'dispatcher', 'ingestor', 'projector', 'watchdog', 'worker'] as const;
 export type ProcessRole = (typeof PROCESS_ROLES)[number];
 

@@ -112,7 +112,7 @@ export const BUS = Symbol('Bus');
 /** Consumer group of the ingestor: its committed offsets on the results topic say what the control plane has handled. */
 export const INGESTOR_GROUP_ID = 'flostra-ingestor';
 
-/** Topics of the worker protocol (API.md). */
+/** Topics of the worker protocol (docs/api.md, "Worker protocol"). */
 export const TOPICS = {
   dispatch: 'flostra.dispatch.v1',
   results: 'flostra.results.v1',

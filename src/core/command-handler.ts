@@ -66,7 +66,7 @@ export interface HandleCommandsOptions<Command, Event extends DomainEvent, State
 
 /**
  * Read → fold → decide → append with the expected revision; on a revision conflict, reload and
- * decide again (bounded). A command's only write is this one append (promise 1). A DomainError
+ * decide again (bounded). A command's only write is this one append (promise 1, docs/architecture.md). A DomainError
  * from the decision is thrown and nothing is written.
  */
 export async function handleCommand<Command, Event extends DomainEvent, State>(

@@ -3,7 +3,7 @@ import type { OutgoingMessage } from '../core/bus.port.js';
 import { uuidV5 } from '../core/ids.js';
 
 /**
- * A dispatch message on `flostra.dispatch.v1` (API.md "Worker protocol"), keyed by executionId.
+ * A dispatch message on `flostra.dispatch.v1` (docs/api.md, "Worker protocol"), keyed by executionId.
  * Workers validate it with this schema; `notBefore` is an extension: the attempt may not be
  * claimed earlier (the dispatcher holds back retries until then anyway).
  */

@@ -116,7 +116,7 @@ export function findUnstorableJson(body: unknown): ValidationIssue | null {
   return null;
 }
 
-/** Promise 11: a body the store cannot hold is a 400 here, not a 500 at the append. */
+/** Promise 11 (docs/architecture.md): a body the store cannot hold is a 400 here, not a 500 at the append. */
 export function rejectUnstorableJson(request: ShellRequest, _response: ServerResponse, next: NextFunction): void {
   const issue = findUnstorableJson(request.body);
   if (issue === null) {

@@ -6,7 +6,7 @@ import { pathOf, type ShellRequest } from './http-request.js';
 
 /**
  * The one exception filter: everything thrown by a handler, a guard, a pipe or a body parser,
- * and unknown routes, become RFC 9457 problem+json (promise 11). Unexpected errors are logged
+ * and unknown routes, become RFC 9457 problem+json (promise 11, docs/architecture.md). Unexpected errors are logged
  * and answered with a generic 500 that reveals nothing of them.
  */
 @Catch()

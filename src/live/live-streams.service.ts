@@ -68,7 +68,7 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     return { open: this.connections.size, opened: this.opened, closed: { ...this.closedBy } };
   }
 
-  /** One execution's events; the execution's own workspace decides (promise 10), else 404. */
+  /** One execution's events; the execution's own workspace decides (promise 10, docs/architecture.md), else 404. */
   async openExecutionStream(principal: Principal, executionId: string, after: Position | undefined, res: ServerResponse): Promise<void> {
     // The timeline may not know a just-started execution yet; the store always does.
     const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;

@@ -21,7 +21,7 @@ function resumePosition(header: string | undefined, rawQuery: unknown): Position
   return parseBody(positionSchema, header, 'Last-Event-ID');
 }
 
-/** Live events over Server-Sent Events (API.md, "Live events (SSE)"). */
+/** Live events over Server-Sent Events (docs/api.md, "Live events (SSE)"). */
 @Controller('v1')
 export class LiveController {
   constructor(@Inject(LiveStreams) private readonly streams: LiveStreams) {}

@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 export interface LiveOptions {
   /** Sent as `retry:` in the first bytes: how long a browser waits before reconnecting. */
   retryMs: number;
-  /** A `:` comment goes out at least this often (API.md promises at least every 15 s). */
+  /** A `:` comment goes out at least this often (docs/api.md promises one at least every 15 s). */
   heartbeatMs: number;
   /** Events one connection may hold while its socket is full; one more and it is disconnected. */
   maxBufferedEvents: number;

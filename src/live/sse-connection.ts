@@ -41,7 +41,7 @@ export interface SseConnectionInit {
 }
 
 /**
- * Promise 8 (live progress without loss) is kept here: one client's stream. It catches up
+ * Promise 8 (live progress without loss, docs/architecture.md) is kept here: one client's stream. It catches up
  * from the timeline while the live feed buffers for it, switches to live at the seam with no
  * gap and no duplicate (positions only ever move forward past `cursor`), and holds at most a
  * bounded buffer while its socket is full: a client that cannot keep up is disconnected, so it

@@ -129,7 +129,7 @@ export async function holdLiveForSwitch(sql: SqlQueryable, name: string, buildin
 
 /**
  * Inside the builder's batch transaction: when the builder has applied at least as much of the
- * log as the live version, make it the live one (promise 9: readers switch atomically, with the
+ * log as the live version, make it the live one (promise 9, docs/architecture.md: readers switch atomically, with the
  * builder's final batch). Locking the live checkpoint holds the live runner still meanwhile, and
  * deleting it fences that runner out: its next batch finds no checkpoint and stops.
  */

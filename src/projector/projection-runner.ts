@@ -166,7 +166,7 @@ export class ProjectionRunner {
     this.position = next;
     if (indexNow) this.indexed = true;
     // Caught up with the log but not with the live version, which keeps moving under load: ask
-    // it to stand still, so that the next batches reach it and switch (promise 9 under traffic).
+    // it to stand still, so that the next batches reach it and switch (promise 9 under traffic, docs/architecture.md).
     if (this.role === 'building' && this.indexed && !info.switched && page.length < batchSize) {
       await holdLiveForSwitch(sql, definition.name, version, SWITCH_HOLD_MS);
     }

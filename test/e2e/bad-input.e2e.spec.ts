@@ -4,7 +4,7 @@ import { chainWorkflow, publish, start } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
 /**
- * Promise 11: bad input gets a clear error and changes nothing. Every request below is wrong in
+ * Promise 11 (docs/architecture.md): bad input gets a clear error and changes nothing. Every request below is wrong in
  * one way; each must answer its 4xx as problem+json with a stable code and a detail that says
  * what is wrong, and none may append anything to the log.
  */

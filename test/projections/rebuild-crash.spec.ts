@@ -8,7 +8,7 @@ import { writeRandomHistories } from './support/random-history.js';
 const BATCH = 7;
 
 /**
- * Promise 9 under a crash: a builder that dies in the middle of a batch loses that batch whole
+ * Promise 9 (docs/architecture.md) under a crash: a builder that dies in the middle of a batch loses that batch whole
  * (writes and checkpoint roll back together), and whoever takes over resumes from the
  * checkpoint — exactly one builder at a time, nothing applied twice, nothing skipped.
  */

@@ -3,7 +3,7 @@ import { HARNESS_KINDS, openProjectionHarness, type ProjectionHarness } from './
 import { seededRandom, writeRandomHistories } from './support/random-history.js';
 
 /**
- * Promise 9: a read model rebuilt from the log equals the one built incrementally, over random
+ * Promise 9 (docs/architecture.md): a read model rebuilt from the log equals the one built incrementally, over random
  * valid histories (the real deciders decide every command) and random batch boundaries.
  */
 describe.each(HARNESS_KINDS)('a rebuilt read model on %s', (kind) => {

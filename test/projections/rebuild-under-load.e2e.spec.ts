@@ -9,7 +9,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const attempt = (e: string, a: string, verb: string) => `/v1/executions/${e}/attempts/${a}/${verb}`;
 
 /**
- * Promise 9 while the system serves traffic, and promise 8's premise: executions are started,
+ * Promise 9 (docs/architecture.md) while the system serves traffic, and promise 8's premise: executions are started,
  * claimed and completed over HTTP throughout a rebuild of both read models; nothing is lost,
  * reads never fail, and every timeline position (an SSE id) stays what it was.
  */

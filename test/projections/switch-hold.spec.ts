@@ -6,7 +6,7 @@ import { writeRandomHistories } from './support/random-history.js';
 const position = (n: number) => `${String(n).padStart(20, '0')}-${'0'.padStart(19, '0')}`;
 
 /**
- * Promise 9 under steady traffic: a rebuild that has reached the head of the log asks the live
+ * Promise 9 (docs/architecture.md) under steady traffic: a rebuild that has reached the head of the log asks the live
  * version to stand still until it has switched; the hold is bounded, so a builder that dies
  * holds nothing for long.
  */

@@ -12,7 +12,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const timeline = PROJECTION_DEFINITIONS.find((d) => d.name === 'timeline')!;
 
 /**
- * Promise 9's switch replaces a read model's views one after another in one transaction. A read
+ * The switch of promise 9 (docs/architecture.md) replaces a read model's views one after another in one transaction. A read
  * that arrives in between waits for the switch and then answers from the new views; it must
  * never be chosen as a deadlock victim (a 500 for the user: once seen on /history under load).
  * Postgres only: PGlite runs one statement at a time, so nothing there can interleave.

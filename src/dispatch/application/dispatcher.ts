@@ -41,7 +41,7 @@ export interface DispatcherOptions {
 const EXECUTION_PREFIX = 'execution-';
 
 /**
- * Turns every `AttemptScheduled` of the global log into one dispatch message (DESIGN.md
+ * Turns every `AttemptScheduled` of the global log into one dispatch message (docs/architecture.md,
  * "dispatcher"). At-least-once: a restart re-reads from the checkpoint and may publish some
  * messages again; workers dedupe by claim.
  */
@@ -108,7 +108,7 @@ export class Dispatcher {
     // dispatches, the unclaimed list) must commit with it now.
     const changed = later.length + (this.deps.unclaimed ? due.length + left.length : 0) > 0;
     if (!this.throttle.shouldSave(changed, last.position)) return;
-    // Promise 1: the log is the outbox. The checkpoint moves only once the broker acked this
+    // Promise 1 (docs/architecture.md): the log is the outbox. The checkpoint moves only once the broker acked this
     // batch's dispatches and the held-back ones are stored, so no crash can lose one.
     // What this records is derived from the log after the checkpoint: a crash may lose it
     // together with the checkpoint, and the batch is dispatched again. The statements go out

@@ -13,7 +13,7 @@ const POSITION_PATTERN = /^(\d{20})-(\d{20})$/;
 
 /**
  * `"<commit>-<prepare>"`, each zero-padded to 20 digits (the width of a uint64): two cursors of
- * this store compare as plain strings in log order, as DESIGN.md "Global position" asks.
+ * this store compare as plain strings in log order, as docs/architecture.md, "Global positions and late commits", requires.
  */
 export function encodePosition({ commit, prepare }: LogPosition): Position {
   if (commit < 0n || prepare < 0n || commit > UINT64_MAX || prepare > UINT64_MAX) {

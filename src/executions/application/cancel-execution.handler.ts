@@ -20,7 +20,7 @@ export class CancelExecutionCommand extends Command<CancelExecutionResult> {
   }
 }
 
-/** Requests cancellation (promise 7): one append; a second request is a no-op. */
+/** Requests cancellation (promise 7, docs/architecture.md): one append; a second request is a no-op. */
 @CommandHandler(CancelExecutionCommand)
 export class CancelExecutionHandler implements ICommandHandler<CancelExecutionCommand> {
   constructor(private readonly executions: ExecutionStreams) {}

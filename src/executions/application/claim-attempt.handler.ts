@@ -34,7 +34,7 @@ export function heartbeatInterval(leaseMs: number): number {
   return Math.max(100, Math.floor(leaseMs / 3));
 }
 
-/** A worker claims a dispatched attempt (promise 3: only the appended claim runs it). */
+/** A worker claims a dispatched attempt (promise 3, docs/architecture.md: only the appended claim runs it). */
 @CommandHandler(ClaimAttemptCommand)
 export class ClaimAttemptHandler implements ICommandHandler<ClaimAttemptCommand> {
   constructor(private readonly executions: ExecutionStreams) {}

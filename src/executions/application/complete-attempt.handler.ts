@@ -21,7 +21,7 @@ export class CompleteAttemptCommand extends Command<CompleteAttemptResult> {
   }
 }
 
-/** Ends the current claim's attempt with its outcome (fenced, promise 3); a redelivery is a replay. */
+/** Ends the current claim's attempt with its outcome (fenced, promise 3 in docs/architecture.md); a redelivery is a replay. */
 @CommandHandler(CompleteAttemptCommand)
 export class CompleteAttemptHandler implements ICommandHandler<CompleteAttemptCommand> {
   constructor(private readonly executions: ExecutionStreams) {}

@@ -20,7 +20,7 @@ export class GetExecutionQuery extends Query<ReturnType<typeof toView>> {
 /**
  * One execution from the `executions` read model, once it reflects what the request needs
  * (read-your-writes, read-consistency.ts). Authorization comes from the execution's workspace,
- * never the URL (promise 10).
+ * never the URL (promise 10, docs/architecture.md).
  */
 @QueryHandler(GetExecutionQuery)
 export class GetExecutionHandler implements IQueryHandler<GetExecutionQuery> {

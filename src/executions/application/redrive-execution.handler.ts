@@ -23,7 +23,7 @@ export class RedriveExecutionCommand extends Command<RedriveExecutionResult> {
   }
 }
 
-/** Schedules a new attempt of a failed, timed-out or cancelled execution (promise 2: idempotent by key). */
+/** Schedules a new attempt of a failed, timed-out or cancelled execution (promise 2, docs/architecture.md: idempotent by key). */
 @CommandHandler(RedriveExecutionCommand)
 export class RedriveExecutionHandler implements ICommandHandler<RedriveExecutionCommand> {
   constructor(private readonly executions: ExecutionStreams) {}

@@ -35,7 +35,7 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
   async execute({ principal, workspaceId, workflowName, idempotencyKey: key, body }: StartExecutionCommand): Promise<StartExecutionResult> {
     requireWorkspaceRole(principal, workspaceId, 'operator');
     const workflow = await this.workflows.getRevision(workspaceId, workflowName, body.revision);
-    // Promise 2: the key names the execution, so concurrent duplicates meet at one stream and
+    // Promise 2 (docs/architecture.md): the key names the execution, so concurrent duplicates meet at one stream and
     // its expected revision lets exactly one ExecutionStarted in.
     const executionId = key ? uuidV5(`execution:${workspaceId}:${key}`) : this.executions.ids.uuid();
     const idempotency = key ? { key, fingerprint: sha256OfCanonical({ workflow: workflowName, body }) } : null;

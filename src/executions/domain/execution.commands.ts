@@ -21,7 +21,7 @@ export type ClaimAttempt = {
   metadata: CommandMetadata;
 };
 
-/** What proves a worker holds the current claim (promise 3). */
+/** What proves a worker holds the current claim (promise 3, docs/architecture.md). */
 export interface Fence {
   attemptId: string;
   workerId: string;

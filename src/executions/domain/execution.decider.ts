@@ -29,7 +29,7 @@ function started(state: ExecutionState): StartedExecution {
 function startExecution(command: StartExecution, state: ExecutionState): ExecutionEvent[] {
   const { data, metadata } = command;
   if (state.status !== 'not_started') {
-    // Promise 2: the same key and body is a replay (no new fact); another body is a conflict.
+    // Promise 2 (docs/architecture.md): the same key and body is a replay (no new fact); another body is a conflict.
     const previous = state.startIdempotency;
     if (data.idempotency && previous?.key === data.idempotency.key) {
       if (previous.fingerprint === data.idempotency.fingerprint) return [];
@@ -82,7 +82,7 @@ function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEv
   }
   if (attempt.status !== 'queued') throw new StaleAttemptError(`attempt is ${attempt.status}`, { attemptId });
   if (now.getTime() < Date.parse(attempt.notBefore)) throw new StaleAttemptError('attempt is not due yet', { attemptId, notBefore: attempt.notBefore });
-  // Promise 4: nobody may claim after the queue deadline, whether or not the watchdog ran.
+  // Promise 4 (docs/architecture.md): nobody may claim after the queue deadline, whether or not the watchdog ran.
   if (now.getTime() >= Date.parse(attempt.queueDeadline)) {
     throw new StaleAttemptError('attempt queue deadline passed', { attemptId, queueDeadline: attempt.queueDeadline });
   }
@@ -101,7 +101,7 @@ function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEv
 }
 
 /**
- * Promise 3 and 4: only the current claim (attempt + worker + fencing token) may act, and only
+ * Promise 3 and 4 (docs/architecture.md): only the current claim (attempt + worker + fencing token) may act, and only
  * before its lease expires — checked here, on every command, not left to the watchdog.
  */
 function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): RunningAttempt {
@@ -113,7 +113,7 @@ function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): Running
     attempt.workerId !== fence.workerId ||
     attempt.fencingToken !== fence.fencingToken
   ) {
-    // Promise 4: a claim whose lease ran out is told so, whether or not the watchdog has run yet.
+    // Promise 4 (docs/architecture.md): a claim whose lease ran out is told so, whether or not the watchdog has run yet.
     const own = s.attempts.find((a) => a.attemptId === fence.attemptId);
     // An attempt that ended never runs again: those refusals hold in every later state.
     const ended = own !== undefined && own.status !== 'queued' && own.status !== 'running';
@@ -265,7 +265,7 @@ function requestCancel(command: RequestCancel, state: ExecutionState): Execution
   if (isFinal(s)) throw new InvalidStateError(`execution already ${s.status}`, { status: s.status });
   const requested: ExecutionEvent = { type: 'CancelRequested', data: { reason: command.data.reason, requestedBy: command.metadata.actor, at } };
   const attempt = currentAttempt(s);
-  // Promise 7: a queued attempt is cancelled at once; a running one learns it from its next heartbeat.
+  // Promise 7 (docs/architecture.md): a queued attempt is cancelled at once; a running one learns it from its next heartbeat.
   if (attempt?.status === 'running') return [requested];
   const cancelAttempt: ExecutionEvent[] = attempt?.status === 'queued' ? [{ type: 'AttemptCancelled', data: { attemptId: attempt.attemptId, at } }] : [];
   return [requested, ...cancelAttempt, { type: 'ExecutionCancelled', data: { reason: command.data.reason, at } }];

@@ -147,7 +147,7 @@ export class ResultIngestor {
     }
   }
 
-  /** Promise 11: an invalid or refused result goes to the dead-letter topic, never dropped silently. */
+  /** Promise 11 (docs/architecture.md): an invalid or refused result goes to the dead-letter topic, never dropped silently. */
   private async deadLetter(message: IncomingMessage, reason: DeadLetterReason): Promise<void> {
     const truncated = message.value.length > MAX_DEAD_LETTER_ORIGINAL_CHARS;
     const letter = {

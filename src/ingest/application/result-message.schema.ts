@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { executionErrorSchema } from '../../executions/domain/execution.events.js';
 
-/** Larger messages are dead-lettered unread (promise 11: limits on message size). */
+/** Larger messages are dead-lettered unread (promise 11, docs/architecture.md: limits on message size). */
 export const MAX_RESULT_MESSAGE_BYTES = 1024 * 1024;
 
 const id = z.string().min(1).max(200);
@@ -18,7 +18,7 @@ export const RESULT_KINDS = [
 ] as const;
 
 /**
- * A worker result on `flostra.results.v1` (API.md "Worker protocol"). Extensions: `reason` (why a
+ * A worker result on `flostra.results.v1` (docs/api.md, "Worker protocol"). Extensions: `reason` (why a
  * node was skipped) and `attempt_suspended` (the attempt stopped at the approval node `nodeId`;
  * `output.action` is the exact action to approve). Node results name their node.
  */

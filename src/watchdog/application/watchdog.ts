@@ -46,7 +46,7 @@ export interface WatchdogOptions {
 }
 
 /**
- * Turns expired leases, queue deadlines and execution deadlines into commands (DESIGN.md
+ * Turns expired leases, queue deadlines and execution deadlines into commands (docs/architecture.md,
  * "watchdog"). The deadlines come from a checkpointed subscription; the decider has the last
  * word on whether one really passed, so a heartbeat that wins the race keeps its attempt.
  */
@@ -125,7 +125,7 @@ export class Watchdog {
         ? { type: 'TimeOutAttempt', data: { attemptId: deadline.attemptId!, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() }, metadata }
         : { type: 'TimeOutExecution', data: {}, metadata };
     try {
-      // Promise 4, its watchdog half: an attempt nobody claimed by its queue deadline, or whose
+      // Promise 4 (docs/architecture.md), its watchdog half: an attempt nobody claimed by its queue deadline, or whose
       // lease ran out, times out by command; the decider refuses if a heartbeat moved the lease.
       const outcome = await this.deps.executions.handle(deadline.executionId, command);
       if (outcome.appended) this.deps.logger.info('deadline passed', { executionId: deadline.executionId, kind: deadline.kind, attemptId: deadline.attemptId });

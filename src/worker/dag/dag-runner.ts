@@ -84,7 +84,7 @@ class DagRun {
 
   async execute(): Promise<DagResult> {
     const { signal } = this.options;
-    // Promise 7: the caller's abort reaches every running node through one signal.
+    // Promise 7 (docs/architecture.md): the caller's abort reaches every running node through one signal.
     const onAbort = () => this.controller.abort(signal.reason);
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
@@ -127,7 +127,7 @@ class DagRun {
     if (this.isPure(nodeId)) {
       this.startNotReported.add(nodeId);
     } else {
-      // Promise 5 for effects: whatever this node reads was reported before it starts (held
+      // Promise 5 (docs/architecture.md) for effects: whatever this node reads was reported before it starts (held
       // events go out ahead of this report).
       await this.emit({ kind: 'node_started', nodeId });
     }
@@ -177,7 +177,7 @@ class DagRun {
   }
 
   /**
-   * Promise 5: successors count a node as final only after its final event was reported; for a
+   * Promise 5 (docs/architecture.md): successors count a node as final only after its final event was reported; for a
    * pure node, only after it was held (acknowledged before any effect follows).
    */
   private async finish(record: Extract<NodeRecord, { status: 'succeeded' | 'failed' }>, event: DagEvent): Promise<void> {
@@ -225,7 +225,7 @@ class DagRun {
     this.ready.splice(at === -1 ? this.ready.length : at, 0, nodeId);
   }
 
-  /** Promise 6: a failed report stops the run; it is never swallowed. */
+  /** Promise 6 (docs/architecture.md): a failed report stops the run; it is never swallowed. */
   private async emit(event: DagEvent): Promise<void> {
     if (this.aborted) return;
     try {

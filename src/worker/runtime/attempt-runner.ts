@@ -96,7 +96,7 @@ export class AttemptRunner {
       }
       throw new Error(`unknown run outcome ${(result as { outcome: string }).outcome}`);
     } catch (error) {
-      // Promise 6: a result that could not be published fails the attempt visibly.
+      // Promise 6 (docs/architecture.md): a result that could not be published fails the attempt visibly.
       return await this.failVisibly(claim, publisher, error, log);
     } finally {
       // Anything still held has no one left to travel with: the attempt ended without it.

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { z } from 'zod';
 import { workflowGraphSchema, type WorkflowGraph } from '../../workflows/domain/workflow-graph.schema.js';
 
-/** What a won claim hands the worker (API.md "Worker protocol"), checked at the edge. */
+/** What a won claim hands the worker (docs/api.md, "Worker protocol"), checked at the edge. */
 export const claimReplySchema = z.object({
   executionId: z.string(),
   workspaceId: z.string(),
@@ -43,7 +43,7 @@ export class ControlPlaneUnavailableError extends Error {}
 
 /**
  * The worker's only way to the control plane's state: synchronous HTTP. Only the claim winner
- * runs (promise 3), so the claim must be an answered request, never a fire-and-forget message.
+ * runs (promise 3, docs/architecture.md), so the claim must be an answered request, never a fire-and-forget message.
  * Requests go over node:http(s) with kept-alive connections: a claim and a heartbeat per
  * attempt are the worker's hot path, and fetch's streams cost several times more CPU here.
  */

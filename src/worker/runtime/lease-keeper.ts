@@ -6,9 +6,9 @@ export type StopReason = 'cancel_requested' | 'lease_lost';
 
 /**
  * Heartbeats a claimed attempt at the interval the claim reply gave. It aborts the run through
- * `controller` when the control plane asks for cancellation (promise 7) or refuses the
+ * `controller` when the control plane asks for cancellation (promise 7, docs/architecture.md) or refuses the
  * heartbeat, or when the lease ran out without an answered heartbeat: the worker then stops
- * scheduling nodes, since nothing it reports would be accepted (promises 3 and 4).
+ * scheduling nodes, since nothing it reports would be accepted (promises 3 and 4, docs/architecture.md).
  */
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | null = null;

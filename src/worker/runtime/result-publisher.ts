@@ -34,7 +34,7 @@ export const DEFAULT_MAX_HELD_BYTES = 256 * 1024;
 /**
  * Publishes one attempt's results to `flostra.results.v1`, keyed by executionId so they stay in
  * order. `publish` resolves only once the broker acknowledged; a rejection is never swallowed
- * (promise 6): it propagates to the DAG runner, which fails the run visibly.
+ * (promise 6, docs/architecture.md): it propagates to the DAG runner, which fails the run visibly.
  *
  * Results of pure nodes may be `hold`-ed instead: they go out with the next `publish`, in the same
  * publish call and before its result, so one batch of one partition carries them together (all

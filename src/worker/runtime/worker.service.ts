@@ -97,7 +97,7 @@ export class WorkerService {
     const parsed = parseJson(message.value);
     const dispatch = parsed === undefined ? null : dispatchMessageSchema.safeParse(parsed);
     if (!dispatch?.success) {
-      // Promise 11: an unreadable dispatch goes to a dead-letter topic with the reason.
+      // Promise 11 (docs/architecture.md): an unreadable dispatch goes to a dead-letter topic with the reason.
       const reason = dispatch ? dispatch.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') : 'not JSON';
       await this.options.bus.publish(DISPATCH_DLQ_TOPIC, [
         { key: message.key, value: JSON.stringify({ reason: { code: 'validation_failed', message: reason }, original: message.value, topic: message.topic, partition: message.partition, offset: message.offset }) },

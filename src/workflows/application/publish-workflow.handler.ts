@@ -34,7 +34,7 @@ export class PublishWorkflowCommand extends Command<PublishWorkflowResult> {
 
 /**
  * A publish body as a normalized graph, or a ValidationFailedError listing every problem in it
- * (promise 11: a bad graph is refused with every issue, before anything is read or written).
+ * (promise 11, docs/architecture.md: a bad graph is refused with every issue, before anything is read or written).
  */
 export function parsePublishBody(body: unknown): WorkflowGraph {
   const definition = parseWorkflowDefinition(body);

@@ -56,7 +56,7 @@ export class WorkflowQueries {
     for (const event of recorded) {
       const { type, data } = parseWorkflowEvent(event);
       if (type !== 'WorkflowRevisionPublished') continue;
-      // Promise 10: only this workspace's workflow, whatever else a stream might hold.
+      // Promise 10 (docs/architecture.md): only this workspace's workflow, whatever else a stream might hold.
       if (data.workspaceId !== workspaceId || data.name !== name) continue;
       if (revision === undefined || data.revision === revision) found = { ...data, position: event.position };
     }

@@ -1,4 +1,4 @@
-/** Size limits of a published workflow (promise 11: bad input is refused, clearly). */
+/** Size limits of a published workflow (promise 11, docs/architecture.md: bad input is refused, clearly). */
 export const MAX_NODES = 500;
 export const MAX_EDGES = 2_000;
 /** UTF-8 bytes of the graph serialized as JSON, as the client sent it. */

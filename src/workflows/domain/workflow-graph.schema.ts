@@ -11,7 +11,7 @@ import { nodeIdSchema } from './workflow-identity.js';
 import { ONE_DAY_MS } from './workflow-graph.limits.js';
 
 /**
- * The publish body of `PUT /v1/workspaces/:workspaceId/workflows/:name` (API.md "Workflows").
+ * The publish body of `PUT /v1/workspaces/:workspaceId/workflows/:name` (docs/api.md, "Workflows").
  * Parsing fills every default, so the output is the normalized graph that is digested, stored
  * and snapshotted into executions. Objects are strict: an unknown field is an error, not noise.
  */

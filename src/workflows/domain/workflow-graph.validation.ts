@@ -8,7 +8,7 @@ import { issuesFromZod } from './validation-issues.js';
 export type DefinitionResult = { ok: true; graph: WorkflowGraph } | { ok: false; issues: ValidationIssue[] };
 
 /**
- * Turns a publish body into a normalized graph, or lists every problem in it (promise 11: a bad
+ * Turns a publish body into a normalized graph, or lists every problem in it (promise 11, docs/architecture.md: a bad
  * graph gets a clear error naming each field, and nothing is written).
  */
 export function parseWorkflowDefinition(body: unknown): DefinitionResult {
