@@ -11,6 +11,7 @@ import type { EventToAppend } from '../src/core/event-store.port.js';
 import { randomIds } from '../src/core/ids.js';
 import { createLogger } from '../src/core/logger.js';
 import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
+import { EXECUTION_SCHEMA_VERSION } from '../src/executions/domain/execution-event.parser.js';
 import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
 import { liveCheckpoint, readCatalog, requestRebuild } from '../src/projector/projection-catalog.js';
 import { ProjectionSignals } from '../src/projector/projection-signals.js';
@@ -50,11 +51,11 @@ function executionHistory(executionId: string, t: number): [EventToAppend[], Eve
   const attemptId = randomUUID();
   const graph = { nodes: NODES.map((id) => ({ id, type: 'noop' })), edges: NODES.slice(1).map((to, i) => ({ from: NODES[i]!, to })), retry: { maxAttempts: 1, initialIntervalMs: 0, backoffCoefficient: 1, maxIntervalMs: 0, nonRetryable: [] }, timeouts: { queueMs: 60_000, leaseMs: 30_000, executionMs: 3_600_000 } };
   const workspaceId = `ws-${executionId.charCodeAt(0) % 8}`;
-  const e = (type: string, data: object): EventToAppend => ({ id: randomUUID(), type, data, metadata: { schemaVersion: 1, workspaceId, executionId } });
+  const e = (type: string, data: object): EventToAppend => ({ id: randomUUID(), type, data, metadata: { schemaVersion: EXECUTION_SCHEMA_VERSION, workspaceId, executionId } });
   const node = (id: string, ms: number) => [e('NodeStarted', { attemptId, nodeId: id, at: at(ms) }), e('NodeSucceeded', { attemptId, nodeId: id, output: { rows: ms }, at: at(ms + 5) })];
   const extend = (ms: number) => e('LeaseExtended', { attemptId, leaseExpiresAt: at(ms + 30_000), extendedAt: at(ms) });
   const events = [
-    e('ExecutionStarted', { executionId, workspaceId, workflow: { workflowId: randomUUID(), name: `flow-${executionId.charCodeAt(1) % 4}`, revision: 1, digest: 'sha256:bench', graph }, input: { t }, idempotencyKey: null, requestFingerprint: null, startedBy: 'bench', startedAt: at(0) }),
+    e('ExecutionStarted', { executionId, workspaceId, workflow: { workflowId: randomUUID(), name: `flow-${executionId.charCodeAt(1) % 4}`, revision: 1, digest: 'sha256:bench', graph }, input: { t }, idempotency: null, startedBy: 'bench', startedAt: at(0) }),
     e('AttemptScheduled', { attemptId, attemptNumber: 1, reason: 'start', notBefore: at(0), queueDeadline: at(60_000), scheduledAt: at(0) }),
     e('AttemptClaimed', { attemptId, workerId: 'bench-worker', fencingToken: 1, leaseExpiresAt: at(30_010), claimedAt: at(10) }),
     ...node('a', 20), extend(30), ...node('b', 40), extend(50), e('NodeStarted', { attemptId, nodeId: 'c', at: at(60) }),

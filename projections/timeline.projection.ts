@@ -36,7 +36,8 @@ export class OrphanEventError extends Error {
 export const timelineProjection: ProjectionDefinition<TimelineBatch, string, ProjectedEvent> = {
   name: 'timeline',
   source: executionEvents,
-  version: 1,
+  // 2: events are stored as read now (ExecutionStarted's schema version 2), so history shows one shape.
+  version: 2,
   relations: ['timeline', 'timeline_owners'],
   feedsLiveStreams: true,
 

@@ -19,7 +19,7 @@ export type VersionProblem = { problem: 'invalid'; version: unknown } | { proble
  * can read (not a positive integer, or newer than `current`: written by a newer release).
  */
 export function recordedVersion(metadata: Readonly<Record<string, unknown>>, current: number): number | VersionProblem {
-  const version = metadata['schemaVersion'] ?? 1;
+  const version = metadata['schemaVersion'] === undefined ? 1 : metadata['schemaVersion'];
   if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1) return { problem: 'invalid', version };
   if (version > current) return { problem: 'newer', version };
   return version;

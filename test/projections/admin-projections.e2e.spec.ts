@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { claim, publish, start } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
@@ -31,7 +32,7 @@ describe.each(STORE_KINDS)('the projections admin API on %s', (kind) => {
     for (const projection of res.body.projections) {
       expect(projection).toMatchObject({
         version: 1,
-        definitionVersion: 1,
+        definitionVersion: PROJECTION_DEFINITIONS.find((d) => d.name === projection.name)?.version,
         status: 'live',
         position: head,
         lag: { events: 0, exact: true, seconds: 0 },

@@ -1,9 +1,26 @@
 import { z } from 'zod';
 import type { RecordedEvent } from '../../core/event-store.port.js';
+import { recordedVersion, upcast, type Upcasters } from '../../core/upcasting.js';
 import { type ExecutionEvent, type ExecutionEventType, executionEventSchemas } from './execution.events.js';
 
-/** Current version of every execution event payload; older versions are upcast here. */
-export const EXECUTION_SCHEMA_VERSION = 1;
+/** Schema version of the execution events this code writes; older ones are upcast when read. */
+export const EXECUTION_SCHEMA_VERSION = 2;
+
+/**
+ * From one schema version to the next, per event type (see core/upcasting.ts):
+ * - 1 → 2: ExecutionStarted's `idempotencyKey` and `requestFingerprint` became one nullable
+ *   `idempotency: { key, fingerprint }`, the shape the start command and the state use.
+ */
+export const EXECUTION_UPCASTERS: Upcasters = {
+  ExecutionStarted: {
+    1: (data) => {
+      if (typeof data !== 'object' || data === null) return data; // the schema refuses it
+      const { idempotencyKey, requestFingerprint, ...rest } = data as Record<string, unknown>;
+      const idempotency = typeof idempotencyKey === 'string' && typeof requestFingerprint === 'string' ? { key: idempotencyKey, fingerprint: requestFingerprint } : null;
+      return { ...rest, idempotency };
+    },
+  },
+};
 
 /** Thrown when the log holds something this code cannot read: a bug or a corrupted store, never user input. */
 export class UnreadableEventError extends Error {
@@ -33,9 +50,12 @@ function validate(recorded: RecordedEvent): ExecutionEvent {
     ? (executionEventSchemas[recorded.type as ExecutionEventType] as z.ZodType)
     : undefined;
   if (!schema) throw new UnreadableEventError(recorded, 'unknown event type');
-  const version = recorded.metadata['schemaVersion'] ?? EXECUTION_SCHEMA_VERSION;
-  if (version !== EXECUTION_SCHEMA_VERSION) throw new UnreadableEventError(recorded, `unknown schemaVersion ${String(version)}`);
-  const parsed = schema.safeParse(recorded.data);
+  const version = recordedVersion(recorded.metadata, EXECUTION_SCHEMA_VERSION);
+  if (typeof version !== 'number') {
+    const written = version.problem === 'newer' ? ' (written by a newer Flostra)' : '';
+    throw new UnreadableEventError(recorded, `unknown schemaVersion ${String(version.version)}${written}`);
+  }
+  const parsed = schema.safeParse(upcast(EXECUTION_UPCASTERS, recorded.type, version, EXECUTION_SCHEMA_VERSION, recorded.data));
   if (!parsed.success) throw new UnreadableEventError(recorded, z.prettifyError(parsed.error));
   return { type: recorded.type, data: parsed.data } as ExecutionEvent;
 }

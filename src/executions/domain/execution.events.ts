@@ -51,13 +51,14 @@ const attemptReason = z.enum(['start', 'retry', 'redrive', 'resume']);
 export type AttemptReason = z.infer<typeof attemptReason>;
 
 export const executionEventSchemas = {
+  /** Schema version 2; version 1 carried `idempotencyKey` and `requestFingerprint` side by side (upcast on read). */
   ExecutionStarted: z.object({
     executionId: z.string(),
     workspaceId: z.string(),
     workflow: workflowSnapshotSchema,
     input: z.record(z.string(), json),
-    idempotencyKey: z.string().nullable(),
-    requestFingerprint: z.string().nullable(),
+    /** The start's Idempotency-Key and the fingerprint of its request, when it had a key. */
+    idempotency: z.object({ key: z.string(), fingerprint: z.string() }).nullable(),
     startedBy: z.string(),
     startedAt: isoTime,
   }),

@@ -136,7 +136,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       workspaceId: d.workspaceId,
       workflow: d.workflow,
       input: d.input,
-      startIdempotency: d.idempotencyKey && d.requestFingerprint ? { key: d.idempotencyKey, fingerprint: d.requestFingerprint } : null,
+      startIdempotency: d.idempotency,
       startedBy: d.startedBy,
       startedAt: d.startedAt,
       updatedAt: d.startedAt,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { DomainEvent } from '../../core/decider.js';
 import type { RecordedEvent } from '../../core/event-store.port.js';
 import { UUID_PATTERN } from '../../core/ids.js';
+import { recordedVersion, upcast, type Upcasters } from '../../core/upcasting.js';
 import { DIGEST_PATTERN } from './workflow-digest.js';
 import { workflowGraphSchema } from './workflow-graph.schema.js';
 import { workflowNameSchema, workspaceIdSchema } from './workflow-identity.js';
@@ -38,13 +39,17 @@ export class UnreadableWorkflowEventError extends Error {
   }
 }
 
-/** Validates an event read back from a workflow stream (zod at the edge). Upcasters go here. */
+/** No workflow event has changed shape yet (see core/upcasting.ts). */
+export const WORKFLOW_UPCASTERS: Upcasters = {};
+
+/** Validates an event read back from a workflow stream (zod at the edge), upcast to the current version first. */
 export function parseWorkflowEvent(recorded: RecordedEvent): WorkflowEvent {
   // hasOwn, not a plain lookup: a type named "toString" must not find Object.prototype's.
   if (!Object.hasOwn(workflowEventSchemas, recorded.type)) throw new UnreadableWorkflowEventError(recorded, 'unknown event type');
-  const version = recorded.metadata['schemaVersion'] ?? WORKFLOW_SCHEMA_VERSION;
-  if (version !== WORKFLOW_SCHEMA_VERSION) throw new UnreadableWorkflowEventError(recorded, `unknown schemaVersion ${String(version)}`);
-  const parsed = workflowEventSchemas[recorded.type as WorkflowEventType].safeParse(recorded.data);
+  const version = recordedVersion(recorded.metadata, WORKFLOW_SCHEMA_VERSION);
+  if (typeof version !== 'number') throw new UnreadableWorkflowEventError(recorded, `unknown schemaVersion ${String(version.version)}`);
+  const data = upcast(WORKFLOW_UPCASTERS, recorded.type, version, WORKFLOW_SCHEMA_VERSION, recorded.data);
+  const parsed = workflowEventSchemas[recorded.type as WorkflowEventType].safeParse(data);
   if (!parsed.success) throw new UnreadableWorkflowEventError(recorded, z.prettifyError(parsed.error));
   return { type: recorded.type as WorkflowEventType, data: parsed.data };
 }
