@@ -24,9 +24,9 @@ import {
   nodeStarted,
   nodeSucceeded,
   redriveRequested,
-} from '../src/executions/domain/testing/execution-fixtures.js';
+} from '../test/support/executions/execution-fixtures.js';
 import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
-import { position, projectionSpecification } from '../src/projector/testing/projection-specification.js';
+import { position, projectionSpecification } from '../test/support/projector/projection-specification.js';
 import { executionsProjection } from './executions.projection.js';
 
 const OTHER_EXECUTION = '0b8f4e0a-1c2d-4e5f-8a9b-000000000002';

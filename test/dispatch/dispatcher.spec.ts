@@ -6,7 +6,7 @@ import { uuidV5 } from '../../src/core/ids.js';
 import type { Dispatcher, DispatcherOptions } from '../../src/dispatch/application/dispatcher.js';
 import { createDispatcher } from '../../src/dispatch/dispatch.module.js';
 import { DispatchSchedule } from '../../src/dispatch/infrastructure/dispatch-schedule.js';
-import { aWorkflow } from '../../src/executions/domain/testing/execution-fixtures.js';
+import { aWorkflow } from '../support/executions/execution-fixtures.js';
 import { CheckpointStore } from '../../src/postgres/checkpoint-store.js';
 import { STORE_KINDS } from '../support/test-app.js';
 import { type ProcessFixture, eventually, openProcessFixture, recordTopic } from './support/process-fixture.js';

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { TOPICS } from '../../src/core/bus.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { ExecutionRunner } from '../../src/executions/application/execution-runner.js';
-import { LEASE_MS } from '../../src/executions/domain/testing/execution-fixtures.js';
+import { LEASE_MS } from '../support/executions/execution-fixtures.js';
 import { Ingestor } from '../../src/ingest/application/ingestor.js';
 import { ResultIngestor } from '../../src/ingest/application/result-ingestor.js';
 import { STORE_KINDS } from '../support/test-app.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { RetryPolicy } from '../../src/executions/domain/execution.events.js';
-import { LEASE_MS, QUEUE_MS, aWorkflow } from '../../src/executions/domain/testing/execution-fixtures.js';
+import { LEASE_MS, QUEUE_MS, aWorkflow } from '../support/executions/execution-fixtures.js';
 import { CheckpointStore } from '../../src/postgres/checkpoint-store.js';
 import type { Watchdog } from '../../src/watchdog/application/watchdog.js';
 import { DeadlineTable } from '../../src/watchdog/infrastructure/deadline-table.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it, jest } from '@jest/globals';
-import { flushEventLoop } from '../../worker/dag/testing/deferred.js';
+import { flushEventLoop } from '../../../test/support/worker/dag/deferred.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EgressDeniedError, EgressError } from './egress-errors.js';
 import { createEgressGuard, type EgressGuard, type ResolveHost } from './egress-guard.js';
-import { json, redirect, startLoopbackServer, type LoopbackServer } from './testing/loopback-server.js';
+import { json, redirect, startLoopbackServer, type LoopbackServer } from '../../../test/support/worker/egress/loopback-server.js';
 
 // End to end against servers on loopback addresses only; every refused target is loopback too.
 describe('egress guard', () => {

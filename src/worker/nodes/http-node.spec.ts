@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { NodeOfType } from '../../workflows/domain/workflow-graph.schema.js';
 import { runDag } from '../dag/dag-runner.js';
 import { NodeError } from '../dag/node-error.js';
-import { graphOf, recordingReport } from '../dag/testing/scripted-nodes.js';
+import { graphOf, recordingReport } from '../../../test/support/worker/dag/scripted-nodes.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
-import { json, startLoopbackServer, type LoopbackServer } from '../egress/testing/loopback-server.js';
+import { json, startLoopbackServer, type LoopbackServer } from '../../../test/support/worker/egress/loopback-server.js';
 import { createHttpNode } from './http-node.js';
 import { createNodeRegistry } from './node-registry.js';
-import { contextFor } from './testing/node-context.js';
+import { contextFor } from '../../../test/support/worker/nodes/node-context.js';
 
 type HttpSpec = Partial<NodeOfType<'http'>['config']> & { url: string };
 

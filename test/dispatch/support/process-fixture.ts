@@ -7,7 +7,7 @@ import { createLogger } from '../../../src/core/logger.js';
 import { ExecutionRunner } from '../../../src/executions/application/execution-runner.js';
 import { executionStreamId } from '../../../src/executions/domain/execution-event.parser.js';
 import type { WorkflowSnapshot } from '../../../src/executions/domain/execution.events.js';
-import { aWorkflow } from '../../../src/executions/domain/testing/execution-fixtures.js';
+import { aWorkflow } from '../../support/executions/execution-fixtures.js';
 import { AdjustableClock } from '../../support/adjustable-clock.js';
 import { type StoreKind, openTestStore } from '../../support/test-app.js';
 

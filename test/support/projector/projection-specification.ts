@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { ExecutionEvent } from '../../executions/domain/execution.events.js';
-import type { SqlClient } from '../../postgres/sql-client.port.js';
-import { applyBatch, BatchMemo, READ_MODELS_SCHEMA, versionSuffix, versionTables, type ProjectedEvent, type ProjectionDefinition } from '../projection-definition.js';
+import type { ExecutionEvent } from '../../../src/executions/domain/execution.events.js';
+import type { SqlClient } from '../../../src/postgres/sql-client.port.js';
+import { applyBatch, BatchMemo, READ_MODELS_SCHEMA, versionSuffix, versionTables, type ProjectedEvent, type ProjectionDefinition } from '../../../src/projector/projection-definition.js';
 
 /** A domain event and, optionally, the execution it belongs to (else DEFAULT_EXECUTION). */
 export type GivenEvent = ExecutionEvent | { executionId: string; event: ExecutionEvent };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { type Decider, type DomainEvent, fold } from '../decider.js';
-import { DomainError, type ErrorCode } from '../errors.js';
+import { type Decider, type DomainEvent, fold } from '../../../src/core/decider.js';
+import { DomainError, type ErrorCode } from '../../../src/core/errors.js';
 
 /** An error class to expect, or the stable `code` of a DomainError. */
 export type ExpectedError = (abstract new (...args: any[]) => Error) | ErrorCode;

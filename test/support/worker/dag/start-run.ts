@@ -1,5 +1,5 @@
-import type { RunDagOptions } from '../dag.types.js';
-import { runDag } from '../dag-runner.js';
+import type { RunDagOptions } from '../../../../src/worker/dag/dag.types.js';
+import { runDag } from '../../../../src/worker/dag/dag-runner.js';
 import { recordingReport } from './scripted-nodes.js';
 
 /** Starts a run with test defaults: no real backoff, fixed jitter, events recorded. */

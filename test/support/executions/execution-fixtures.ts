@@ -1,5 +1,5 @@
-import type { CommandMetadata } from '../../../core/decider.js';
-import { deciderSpecification } from '../../../core/testing/decider-specification.js';
+import type { CommandMetadata } from '../../../src/core/decider.js';
+import { deciderSpecification } from '../core/decider-specification.js';
 import type {
   AttemptOutcome,
   ClaimAttempt,
@@ -13,9 +13,9 @@ import type {
   StartExecution,
   TimeOutAttempt,
   TimeOutExecution,
-} from '../execution.commands.js';
-import { executionDecider } from '../execution.decider.js';
-import type { AttemptReason, ExecutionError, ExecutionEvent, RetryPolicy, Timeouts, WorkflowSnapshot } from '../execution.events.js';
+} from '../../../src/executions/domain/execution.commands.js';
+import { executionDecider } from '../../../src/executions/domain/execution.decider.js';
+import type { AttemptReason, ExecutionError, ExecutionEvent, RetryPolicy, Timeouts, WorkflowSnapshot } from '../../../src/executions/domain/execution.events.js';
 
 /**
  * Builders for execution specifications. Time is written as milliseconds after T0 so that a

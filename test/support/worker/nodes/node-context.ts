@@ -1,4 +1,4 @@
-import type { NodeContext, NodeInput } from '../../dag/dag.types.js';
+import type { NodeContext, NodeInput } from '../../../../src/worker/dag/dag.types.js';
 
 /** The context the runner would give node `nodeId` of execution `exec-1` on its first try. */
 export function contextFor(nodeId: string, options: { input?: NodeInput; signal?: AbortSignal } = {}): NodeContext {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Decider } from '../decider.js';
-import { InvalidStateError, NotFoundError } from '../errors.js';
+import type { Decider } from '../../../src/core/decider.js';
+import { InvalidStateError, NotFoundError } from '../../../src/core/errors.js';
 import { deciderSpecification } from './decider-specification.js';
 
 // A counter that refuses to go above its limit: the smallest decider with a rule and a no-op.
