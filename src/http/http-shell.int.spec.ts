@@ -3,6 +3,7 @@ import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { z } from 'zod';
+import { sleep } from '../../test/support/eventually.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { requireWorkspaceRole, type Principal } from '../auth/authorization.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
@@ -249,7 +250,7 @@ describe('the HTTP shell', () => {
 
     it('logs each request as one JSON record', async () => {
       await fetch(`${base}/test/echo`, { method: 'POST', headers: { ...auth, 'x-request-id': 'req-log-1' } });
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       expect(logs().find((record) => record.requestId === 'req-log-1' && record.msg === 'request')).toMatchObject({
         level: 'info',
         method: 'POST',

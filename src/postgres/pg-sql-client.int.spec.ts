@@ -1,18 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
+import { eventually, sleep } from '../../test/support/eventually.js';
 import { createTestDatabase } from '../../test/support/postgres-server.js';
 import { PgSqlClient } from './pg-sql-client.js';
 import { reusable } from './sql-client.port.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}
 
 describe('node-postgres SQL client', () => {
   let url: string;
@@ -74,7 +66,7 @@ describe('node-postgres SQL client', () => {
           await sleep(1_100); // what the sender learnt of its audience expires after a second
           await sender.notify('spec_audience', 'heard');
           // Each connection gets the notification in its own time: wait for both.
-          await until(() => got.includes('heard') && heard.includes('heard'));
+          await eventually(() => got.includes('heard') && heard.includes('heard'), { timeoutMs: 5_000 });
           expect(heard).toEqual(['heard']);
         } finally {
           await listener.close();
@@ -96,7 +88,7 @@ describe('node-postgres SQL client', () => {
         const got: string[] = [];
         await listener.listen('spec_owed', (payload) => got.push(payload));
         // No further NOTIFY: the withheld one comes once the sender asks about its audience again.
-        await until(() => got.includes('owed'), 5_000);
+        await eventually(() => got.includes('owed'), { timeoutMs: 5_000 });
         expect(got).toEqual(['owed']);
       } finally {
         await listener.close();
@@ -203,15 +195,15 @@ describe('node-postgres SQL client', () => {
       await sender.connect();
       try {
         await sender.query(`select pg_notify('pg_spec', 'before')`);
-        await until(() => payloads.includes('before'));
+        await eventually(() => payloads.includes('before'), { timeoutMs: 5_000 });
         const { rows } = await sender.query(
           `select pg_terminate_backend(pid) as killed from pg_stat_activity
            where application_name = 'flostra-signals' and datname = current_database() and query ilike 'listen%'`,
         );
         expect(rows).toEqual([{ killed: true }]);
-        await until(() => payloads.includes(''));
+        await eventually(() => payloads.includes(''), { timeoutMs: 5_000 });
         await sender.query(`select pg_notify('pg_spec', 'after')`);
-        await until(() => payloads.includes('after'));
+        await eventually(() => payloads.includes('after'), { timeoutMs: 5_000 });
         expect(errors.length).toBeGreaterThan(0);
       } finally {
         await sender.end();

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { sleep } from '../../test/support/eventually.js';
 import { PgliteSqlClient } from './pglite-sql-client.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('PGlite SQL client', () => {
   let client: PgliteSqlClient;

@@ -4,7 +4,8 @@ import { InProcessBus } from '../../src/bus/in-process/in-process-bus.js';
 import { BusPublishError, KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger, type Logger } from '../../src/core/logger.js';
 import { startKafkaBroker, testKafkaBrokers, type KafkaBroker } from '../support/kafka-broker.js';
-import { recordConsumer, sleep, uniqueName, waitUntil } from './bus-contract.support.js';
+import { eventually, sleep } from '../support/eventually.js';
+import { recordConsumer, uniqueName } from './bus-contract.support.js';
 import { busContract } from './bus.contract.js';
 
 /** kafkajs complains loudly about every refused connection while a broker restarts: keep the lines, print none. */
@@ -61,7 +62,7 @@ describe('Kafka bus across broker restarts', () => {
         during: (message) => (message.value === 'slow' ? sleep(5_000) : undefined),
       });
 
-      await waitUntil(() => consumer.values(consumer.completed).has('next'), () => 'both messages');
+      await eventually(() => consumer.values(consumer.completed).has('next'), 'both messages');
       expect(consumer.received.map((message) => message.value)).toEqual(['slow', 'next']);
       expect(consumer.crashes).toEqual([]);
       await consumer.handle.stop();
@@ -100,15 +101,15 @@ describe('Kafka bus across broker restarts', () => {
         }
       })();
 
-      await waitUntil(() => acked.size >= 50 && consumer.completed.length >= 20, () => 'traffic before the restart');
+      await eventually(() => acked.size >= 50 && consumer.completed.length >= 20, 'traffic before the restart');
       await broker.restart({ hard });
       restarted = true;
-      await waitUntil(() => ackedAfterRestart >= 50, () => `publishes acknowledged after the restart (${ackedAfterRestart}; failures: ${failed.map(String).join('; ')})`, 60_000);
+      await eventually(() => ackedAfterRestart >= 50, { what: () => `publishes acknowledged after the restart (${ackedAfterRestart}; failures: ${failed.map(String).join('; ')})`, timeoutMs: 60_000 });
       stopProducing = true;
       await producing;
 
       const missing = () => [...acked].filter((value) => !consumer.values(consumer.completed).has(value));
-      await waitUntil(() => missing().length === 0, () => `every acknowledged message consumed: ${missing().length} of ${acked.size} missing`, 90_000);
+      await eventually(() => missing().length === 0, { what: () => `every acknowledged message consumed: ${missing().length} of ${acked.size} missing`, timeoutMs: 90_000 });
       expect(consumer.crashes).toEqual([]);
       await consumer.handle.stop();
     } finally {

@@ -4,7 +4,8 @@ import { BusPublishError, KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import type { IncomingMessage } from '../../src/core/bus.port.js';
 import { createLogger } from '../../src/core/logger.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
-import { recordConsumer, sleep, uniqueName, waitUntil } from './bus-contract.support.js';
+import { eventually, sleep } from '../support/eventually.js';
+import { recordConsumer, uniqueName } from './bus-contract.support.js';
 
 /** Concurrent publishes share produce requests on the run's real broker (kafka-publish-batcher.ts). */
 describe('Kafka bus under concurrent publishes', () => {
@@ -35,7 +36,7 @@ describe('Kafka bus under concurrent publishes', () => {
     await Promise.all(calls);
 
     const completed = () => consumers.reduce((sum, consumer) => sum + consumer.values(consumer.completed).size, 0);
-    await waitUntil(() => completed() === total, () => `${total} messages, got ${completed()}`);
+    await eventually(() => completed() === total, { what: () => `${total} messages, got ${completed()}` });
     const received = consumers.flatMap((consumer) => consumer.received);
     expect(received).toHaveLength(total);
     for (const [topic, key] of keysOf(received)) {
@@ -66,7 +67,7 @@ describe('Kafka bus under concurrent publishes', () => {
 
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(BusPublishError);
-    await waitUntil(() => consumer.values(consumer.completed).has('after'), () => 'the calls that shared the refused request');
+    await eventually(() => consumer.values(consumer.completed).has('after'), 'the calls that shared the refused request');
     expect(consumer.received.map((message) => message.value)).toEqual(['before', 'after']);
     await consumer.handle.stop();
   });

@@ -3,7 +3,8 @@ import { UnavailableError, ValidationFailedError, WrongExpectedRevisionError } f
 import type { Position } from '../../src/core/event-store.port.js';
 import { KurrentDbEventStore, type KurrentDbEventStoreOptions, type KurrentDbSubscribeOptions } from '../../src/event-store/kurrentdb/kurrentdb-event-store.js';
 import { KurrentDbDouble, type KurrentDbDoubleOptions } from '../support/kurrentdb-double/kurrentdb-double.js';
-import { newEvent, recordSubscription, sleep, uniquePrefix, type EventStoreFixture } from './event-store-contract.support.js';
+import { eventually } from '../support/eventually.js';
+import { newEvent, recordSubscription, uniquePrefix, type EventStoreFixture } from './event-store-contract.support.js';
 import { eventStoreContract } from './event-store.contract.js';
 
 // KurrentDB keeps event ids unique per stream (a replay is answered idempotently), not across
@@ -123,9 +124,12 @@ describe('KurrentDB event store', () => {
       const options: Omit<KurrentDbSubscribeOptions, 'signal'> = { streamPrefixes: [prefix], onCheckpoint: (position) => void checkpoints.push(position) };
       const first = recordSubscription(given.store, options);
       await first.waitFor(1);
-      while (checkpoints.length === 0 || checkpoints[checkpoints.length - 1]! < (await given.store.headPosition())!) await sleep(5);
+      await eventually(async () => checkpoints.length > 0 && !(checkpoints[checkpoints.length - 1]! < (await given.store.headPosition())!), {
+        what: 'a filter checkpoint at the head',
+        intervalMs: 5,
+      });
       await first.stop();
-      while (given.double.liveSubscriptions > 0) await sleep(5); // the cancellation reached the server
+      await eventually(() => given.double.liveSubscriptions === 0, { what: 'the cancellation to reach the server', intervalMs: 5 });
       expect(checkpoints.length).toBeGreaterThanOrEqual(3);
       expect([...checkpoints].sort()).toEqual(checkpoints);
       expect(checkpoints[0]! > first.events[0]!.position).toBe(true);

@@ -6,7 +6,8 @@ import { comparePositions, encodePosition } from '../../src/event-store/postgres
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
 import { createTestDatabase } from '../support/postgres-server.js';
-import { newEvent, recordSubscription, sleep, uniquePrefix } from './event-store-contract.support.js';
+import { sleep } from '../support/eventually.js';
+import { newEvent, recordSubscription, uniquePrefix } from './event-store-contract.support.js';
 import { eventStoreContract } from './event-store.contract.js';
 
 // A poll interval longer than any test: wake-ups must come from appends and NOTIFY, not polling.

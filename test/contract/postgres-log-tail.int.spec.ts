@@ -6,7 +6,8 @@ import { PostgresEventStore } from '../../src/event-store/postgres/postgres-even
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { statementText, type SqlClient, type SqlTransaction, type Statement } from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
-import { newEvent, recordSubscription, sleep, type SubscriptionRecorder } from './event-store-contract.support.js';
+import { eventually, sleep } from '../support/eventually.js';
+import { newEvent, recordSubscription, type SubscriptionRecorder } from './event-store-contract.support.js';
 
 /** The SqlClient port, counting the statements that read the global log. */
 class CountingSqlClient implements SqlClient {
@@ -159,8 +160,7 @@ describe('Postgres event store: the shared tail of the log', () => {
 
         const directReadsBefore = sql.pageReads;
         release();
-        const deadline = Date.now() + 20_000;
-        while (slow.length < log.length && Date.now() < deadline) await sleep(10);
+        await eventually(() => slow.length >= log.length, { what: () => `the slow subscription to catch up (${slow.length} of ${log.length})`, timeoutMs: 20_000, intervalMs: 10 });
         await sleep(100);
         controller.abort();
         await slowRun;

@@ -9,7 +9,8 @@ import { DispatchSchedule } from '../../src/dispatch/infrastructure/dispatch-sch
 import { aWorkflow } from '../support/executions/execution-fixtures.js';
 import { CheckpointStore } from '../../src/postgres/checkpoint-store.js';
 import { STORE_KINDS } from '../support/test-app.js';
-import { type ProcessFixture, eventually, openProcessFixture, recordTopic } from './support/process-fixture.js';
+import { eventually } from '../support/eventually.js';
+import { type ProcessFixture, openProcessFixture, recordTopic } from './support/process-fixture.js';
 
 /** A Bus that forwards to another but answers `publish` with `fail()`'s error while it returns one. */
 function flakyBus(inner: Bus, fail: (call: number) => Error | null, forwardFirst = false) {

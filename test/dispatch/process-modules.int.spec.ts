@@ -9,7 +9,8 @@ import { TOPICS } from '../../src/core/bus.port.js';
 import { DispatchModule } from '../../src/dispatch/dispatch.module.js';
 import { IngestModule } from '../../src/ingest/ingest.module.js';
 import { WatchdogModule } from '../../src/watchdog/watchdog.module.js';
-import { type ProcessFixture, eventually, openProcessFixture, recordTopic } from './support/process-fixture.js';
+import { eventually } from '../support/eventually.js';
+import { type ProcessFixture, openProcessFixture, recordTopic } from './support/process-fixture.js';
 
 /** The three process modules wired as the app wires them: every port from CoreModule. */
 async function boot(f: ProcessFixture, roles: string): Promise<INestApplicationContext> {

@@ -7,7 +7,8 @@ import { LEASE_MS } from '../support/executions/execution-fixtures.js';
 import { Ingestor } from '../../src/ingest/application/ingestor.js';
 import { ResultIngestor } from '../../src/ingest/application/result-ingestor.js';
 import { STORE_KINDS } from '../support/test-app.js';
-import { type ProcessFixture, eventually, openProcessFixture, recordTopic } from '../dispatch/support/process-fixture.js';
+import { type ProcessFixture, openProcessFixture, recordTopic } from '../dispatch/support/process-fixture.js';
+import { eventually } from '../support/eventually.js';
 
 type Fence = { attemptId: string; workerId: string; fencingToken: number };
 

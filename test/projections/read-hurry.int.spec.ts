@@ -6,16 +6,9 @@ import { Projector, type ProjectorOptions } from '../../src/projector/projector.
 import { ReadConsistency } from '../../src/projector/read-consistency.js';
 import { ReadModelSettings } from '../../src/projector/projector.settings.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
+import { eventually } from '../support/eventually.js';
 import { HARNESS_KINDS, openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
 import { writeRandomHistories } from './support/random-history.js';
-
-/** Polls `condition` every 20 ms; fails after 30 s (a bound, not a measurement). */
-async function until(what: string, condition: () => Promise<boolean>): Promise<void> {
-  for (let waited = 0; !(await condition()); waited += 20) {
-    if (waited > 30_000) throw new Error(`not within 30 s: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /**
  * Under load a live read model holds a short batch back for more to share its transaction (the
@@ -51,8 +44,8 @@ describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
     // The first batch after a quiet spell goes at once; once both runners have committed one,
     // every later append comes within the window and is held back until something hurries it.
     await writeRandomHistories(h.store, { seed: 20, steps: 4, concurrency: 1 });
-    await until('both runners committed a first batch', async () =>
-      (await liveCheckpoint(h.sql, 'executions')) !== null && (await liveCheckpoint(h.sql, 'timeline')) !== null);
+    await eventually(async () =>
+      (await liveCheckpoint(h.sql, 'executions')) !== null && (await liveCheckpoint(h.sql, 'timeline')) !== null, 'both runners to commit a first batch');
     await writeRandomHistories(h.store, { seed: 21, steps: 60, concurrency: 4 });
   }
 
@@ -81,7 +74,7 @@ describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
   });
 
   const untilTimelineReaches = (h: ProjectionHarness, head: string) =>
-    until(`the timeline reached ${head}`, async () => ((await liveCheckpoint(h.sql, 'timeline')) ?? '') >= head);
+    eventually(async () => ((await liveCheckpoint(h.sql, 'timeline')) ?? '') >= head, `the timeline to reach ${head}`);
 
   it.each(['same process', 'other process'] as const)(
     'keeps the timeline fresh while a live stream of the %s follows it, the read models still batching',

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { BatchInfo } from '../../src/projector/projection-runner.js';
 import { readCheckpoint } from '../../src/projector/projection-catalog.js';
 import type { Projector } from '../../src/projector/projector.js';
+import { eventually } from '../support/eventually.js';
 import { HARNESS_KINDS, openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
 import { writeRandomHistories } from './support/random-history.js';
 
@@ -39,7 +40,7 @@ describe.each(HARNESS_KINDS)('a rebuild interrupted by a crash on %s', (kind) =>
     await writeRandomHistories(h.store, { seed: 5, steps: 200, concurrency: 4 });
     await h.caughtUp();
     const { version } = await h.rebuild('timeline');
-    for (let i = 0; i < 400 && crashed === null; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    await eventually(() => crashed !== null, { what: 'the rebuild to crash', timeoutMs: 10_000, intervalMs: 25 });
     expect(crashed).not.toBeNull();
     await first.stop();
 

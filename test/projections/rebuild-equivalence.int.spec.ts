@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { eventually } from '../support/eventually.js';
 import { HARNESS_KINDS, openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
 import { seededRandom, writeRandomHistories } from './support/random-history.js';
 
@@ -39,7 +40,6 @@ describe.each(HARNESS_KINDS)('a rebuilt read model on %s', (kind) => {
     // The old version's tables are gone once nobody reads them (dropped just after the switch).
     const oldTables = async () =>
       (await harness!.sql.query<{ name: string }>(`select table_name as name from information_schema.tables where table_schema = 'read_models' and table_name like '%\\_v1'`)).rows;
-    for (let i = 0; i < 100 && (await oldTables()).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(await oldTables()).toEqual([]);
+    await eventually(async () => expect(await oldTables()).toEqual([]), { what: 'the old version\'s tables to be dropped', timeoutMs: 5_000, intervalMs: 50 });
   });
 });

@@ -5,10 +5,10 @@ import { ProjectionSignals } from '../../src/projector/projection-signals.js';
 import { PostgresTimelineReader } from '../../src/projector/timeline-reader.js';
 import { statementText, type SqlQueryable } from '../../src/postgres/sql-client.port.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
+import { eventually } from '../support/eventually.js';
 import { openProjectionHarness, type ProjectionHarness } from './support/projection-harness.js';
 import { writeRandomHistories } from './support/random-history.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const timeline = PROJECTION_DEFINITIONS.find((d) => d.name === 'timeline')!;
 
 /**
@@ -56,7 +56,7 @@ describe('reads that arrive in the middle of a switch on postgres', () => {
               reader.workspaceOf(executionId),
             ]);
             reads.catch(() => undefined);
-            while ((await waitingLocks()) < 2) await sleep(10);
+            await eventually(async () => (await waitingLocks()) >= 2, { what: 'both reads to wait on the switch\'s locks', intervalMs: 10 });
           }
           return tx.query(sql, params);
         },

@@ -4,6 +4,9 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, wri
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+// Node's own sleep, not test/support/eventually.ts: jest's global setup loads this harness as
+// CommonJS by its source path, where a relative `.js` import would not resolve.
+import { setTimeout as sleep } from 'node:timers/promises';
 import kafkajs from 'kafkajs';
 
 /** Where the broker of this test run listens (`host:port`, comma-separated); set by globalSetup. */
@@ -319,8 +322,4 @@ function logTail(logFile: string): string {
   } catch {
     return '(no broker log)';
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

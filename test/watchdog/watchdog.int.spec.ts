@@ -7,7 +7,8 @@ import type { Watchdog } from '../../src/watchdog/application/watchdog.js';
 import { DeadlineTable } from '../../src/watchdog/infrastructure/deadline-table.js';
 import { createWatchdog } from '../../src/watchdog/watchdog.module.js';
 import { STORE_KINDS } from '../support/test-app.js';
-import { type ProcessFixture, eventually, openProcessFixture } from '../dispatch/support/process-fixture.js';
+import { type ProcessFixture, openProcessFixture } from '../dispatch/support/process-fixture.js';
+import { eventually } from '../support/eventually.js';
 
 const ONE_RETRY: RetryPolicy = { maxAttempts: 2, initialIntervalMs: 0, backoffCoefficient: 2, maxIntervalMs: 0, nonRetryable: [] };
 

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eventually, sleep } from '../../../test/support/eventually.js';
 import { InProcessBus } from '../../bus/in-process/in-process-bus.js';
 import type { Bus, ConsumerHandle, OutgoingMessage } from '../../core/bus.port.js';
 import { createLogger } from '../../core/logger.js';
@@ -14,14 +15,6 @@ const log = createLogger({ level: 'silent' });
 
 function results(count: number, from = 0): OutgoingMessage[] {
   return Array.from({ length: count }, (_, n) => ({ key: `execution-${(from + n) % 5}`, value: `result-${from + n}` }));
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** The ingestor's side: a consumer of the group that handles results one by one, holding any the test names. */
@@ -66,12 +59,12 @@ describe('IngestWatch', () => {
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));
       const consumer = await ingestor(bus, (value) => (value === 'result-7' ? released : Promise.resolve()));
-      await until(() => consumer.handled.length === 9, 'all but the held result');
+      await eventually(() => consumer.handled.length === 9, 'all but the held result');
       await watch.look();
       expect(answered).toBe(0); // one result of the ten is still being handled
 
       release();
-      await until(() => consumer.handled.length === 10, 'the held result');
+      await eventually(() => consumer.handled.length === 10, 'the held result');
       await watch.look();
       expect(answered).toBe(1);
       await watch.look();
@@ -90,7 +83,7 @@ describe('IngestWatch', () => {
       const released = new Promise<void>((resolve) => (release = resolve));
       const consumer = await ingestor(bus, (value) => (value === 'result-5' ? released : Promise.resolve()));
       await bus.publish(TOPIC, results(4, 4));
-      await until(() => consumer.handled.length === 7, 'all but the later held result');
+      await eventually(() => consumer.handled.length === 7, 'all but the later held result');
 
       await watch.look();
       expect(answered).toBe(1);
@@ -108,7 +101,7 @@ describe('IngestWatch', () => {
       cancel();
       expect(watch.waiting).toBe(0);
       const consumer = await ingestor(bus);
-      await until(() => consumer.handled.length === 3, 'the results');
+      await eventually(() => consumer.handled.length === 3, 'the results');
       await watch.look();
       expect(answered).toBe(0);
       await consumer.stop();
@@ -129,7 +122,7 @@ describe('IngestWatch', () => {
       const watching = new IngestWatch({ bus: flaky, topic: TOPIC, groupId: INGESTOR, periodMs: 60_000, logger: log });
       await bus.publish(TOPIC, results(3));
       const consumer = await ingestor(bus);
-      await until(() => consumer.handled.length === 3, 'the results');
+      await eventually(() => consumer.handled.length === 3, 'the results');
       let answered = 0;
       watching.whenHandled(() => answered++);
 
@@ -151,7 +144,7 @@ describe('IngestWatch', () => {
       const consumer = await ingestor(bus);
       let answered = 0;
       periodic.whenHandled(() => answered++);
-      await until(() => answered === 1, 'the answer');
+      await eventually(() => answered === 1, 'the answer');
       expect(periodic.waiting).toBe(0);
       periodic.stop();
       await consumer.stop();
@@ -197,7 +190,7 @@ describe('a lingering LeaseKeeper', () => {
     const keeper = keeperFor(client);
     keeper.start();
     keeper.linger(60_000, watch);
-    await until(() => heartbeats >= 3, 'three heartbeats');
+    await eventually(() => heartbeats >= 3, 'three heartbeats');
     keeper.stop();
     expect(watch.waiting).toBe(0); // stopping let go of the watch
     watch.stop();
@@ -227,14 +220,14 @@ describe('a lingering LeaseKeeper', () => {
     const watch = new IngestWatch({ bus, topic: TOPIC, groupId: INGESTOR, periodMs: 60_000, logger: log });
     await bus.publish(TOPIC, results(1));
     const consumer = await ingestor(bus);
-    await until(() => consumer.handled.length === 1, 'the result handled');
+    await eventually(() => consumer.handled.length === 1, 'the result handled');
     const keeper = keeperFor(client);
     keeper.start();
     keeper.linger(60_000, watch);
     await watch.look();
     const before = heartbeats;
     // Ten heartbeat intervals: a keeper that still ran would have sent some.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     expect(heartbeats).toBe(before);
     watch.stop();
     client.close();

@@ -72,16 +72,3 @@ export async function recordTopic(bus: Bus, topic: string) {
   const consumer = await bus.consume({ groupId: `test-${randomUUID()}`, topic, handle: async (m) => void messages.push(m) });
   return { messages, values: () => messages.map((m) => JSON.parse(m.value) as Record<string, unknown>), stop: () => consumer.stop() };
 }
-
-/** Retries `check` (an assertion) until it passes; bounded, and reports the last failure. */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-}
