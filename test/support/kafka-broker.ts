@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import kafkajs from 'kafkajs';
 
-/** Where the broker of this test run listens (`host:port`, comma-separated); set by globalSetup. */
+/** Where the broker of this test run listens (`host:port`, comma-separated); set by the integration and e2e global setups. */
 export const TEST_KAFKA_BROKERS_ENV = 'FLOSTRA_TEST_KAFKA_BROKERS';
 
 export interface KafkaBroker {
@@ -138,7 +138,9 @@ export async function startKafkaBroker(options: StartKafkaBrokerOptions = {}): P
 export function testKafkaBrokers(): string[] {
   const brokers = process.env[TEST_KAFKA_BROKERS_ENV];
   if (brokers === undefined || brokers === '') {
-    throw new Error(`${TEST_KAFKA_BROKERS_ENV} is not set: run the tests through jest (test/global-setup.ts starts Kafka)`);
+    throw new Error(
+      `${TEST_KAFKA_BROKERS_ENV} is not set: run the suite through jest as an integration (*.int.spec.ts) or e2e (*.e2e.spec.ts) suite, whose global setup starts Kafka`,
+    );
   }
   return brokers.split(',').map((broker) => broker.trim());
 }
