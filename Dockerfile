@@ -1,11 +1,25 @@
 # One image for every Flostra role; FLOSTRA_ROLES picks the processes (see docker-compose.yml).
-FROM node:20-slim
+
+# Build stage: dev dependencies (TypeScript, type packages) and the production build only
+# (tsconfig.build.json: src/ and projections/, no tests, no benchmarks).
+FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY . .
-RUN npm run build && mkdir -p .flostra && chown node:node .flostra
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY projections ./projections
+RUN npm run build
+
+# Runtime stage: production dependencies and the compiled code, nothing else.
+FROM node:20-slim
+WORKDIR /app
 ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/projections ./dist/projections
+RUN mkdir -p .flostra && chown node:node .flostra
 USER node
 EXPOSE 3000
 # A 64 MB young generation: fewer objects of in-flight executions survive into the old one (README, Configuration).

@@ -1,13 +1,49 @@
-/** Jest runs the TypeScript sources as native ES modules (NestJS 12 is ESM-only). */
-export default {
+/**
+ * Jest runs the TypeScript sources as native ES modules (NestJS 12 is ESM-only), in three
+ * projects named by file suffix:
+ *
+ * - unit        `*.spec.ts`: pure, in memory; no services, no global setup.
+ * - integration `*.int.spec.ts`: adapters, contracts and processes against real Postgres,
+ *               PGlite, Kafka, the KurrentDB double or loopback HTTP servers.
+ * - e2e         `*.e2e.spec.ts`: the whole app over HTTP, the fault suites, the browser suite.
+ *
+ * The integration and e2e setups start the services their suites use; when both tiers run in
+ * one jest run each service starts once and stops after the last test (test/support/test-services.ts).
+ */
+const shared = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { ignoreCodes: [151002] } }],
   },
-  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/projections/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
   testTimeout: 60000,
-  globalSetup: '<rootDir>/test/global-setup.ts',
-  globalTeardown: '<rootDir>/test/global-teardown.ts',
+};
+const roots = ['src', 'projections', 'test'];
+const suffixed = (suffix) => roots.map((root) => `<rootDir>/${root}/**/*${suffix}`);
+
+export default {
+  testTimeout: 60000,
+  projects: [
+    {
+      ...shared,
+      displayName: 'unit',
+      testMatch: suffixed('.spec.ts'),
+      testPathIgnorePatterns: ['/node_modules/', '\\.int\\.spec\\.ts$', '\\.e2e\\.spec\\.ts$'],
+    },
+    {
+      ...shared,
+      displayName: 'integration',
+      testMatch: suffixed('.int.spec.ts'),
+      globalSetup: '<rootDir>/test/integration.global-setup.ts',
+      globalTeardown: '<rootDir>/test/integration.global-teardown.ts',
+    },
+    {
+      ...shared,
+      displayName: 'e2e',
+      testMatch: suffixed('.e2e.spec.ts'),
+      globalSetup: '<rootDir>/test/e2e.global-setup.ts',
+      globalTeardown: '<rootDir>/test/e2e.global-teardown.ts',
+    },
+  ],
 };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { sleep } from '../../test/support/eventually.js';
 import { gatherBatches } from './gather-batches.js';
 
 type Item = { batch: number[] } | { error: Error } | { end: true };
@@ -109,7 +110,7 @@ describe('gatherBatches', () => {
     source.push({ batch: [1] });
     source.push({ batch: [2] });
     const next = gathered.next();
-    await new Promise((resolve) => setTimeout(resolve, 20)); // [1, 2] wait in the window
+    await sleep(20); // [1, 2] wait in the window
     hurry.now();
     expect((await next).value).toEqual([1, 2]);
     // The hurry was for that batch: the next one streaming in waits again, until the source ends.

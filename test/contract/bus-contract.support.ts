@@ -14,19 +14,6 @@ export function uniqueName(prefix: string): string {
   return `contract.${prefix}.${randomUUID().slice(0, 8)}`;
 }
 
-/** Polls until `condition` holds; throws with `what` after `timeoutMs`. Never asserts on time. */
-export async function waitUntil(condition: () => boolean, what: () => string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what()}`);
-    await sleep(20);
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 export interface Gate {
   readonly promise: Promise<void>;
   open(): void;

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Bus, IncomingMessage } from '../../src/core/bus.port.js';
-import { gate, messages, recordConsumer, sleep, uniqueName, waitUntil, type BusFixture } from './bus-contract.support.js';
+import { eventually, sleep } from '../support/eventually.js';
+import { gate, messages, recordConsumer, uniqueName, type BusFixture } from './bus-contract.support.js';
 
 export type { BusFixture } from './bus-contract.support.js';
 
@@ -44,7 +45,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         const headers = { 'message-id': 'm-1', 'content-type': 'application/json', note: 'naïve ☃' };
         await bus.publish(topic, [{ key: 'execution-1', value: '{"n":1}', headers }]);
 
-        await waitUntil(() => consumer.completed.length >= 1, () => 'the message');
+        await eventually(() => consumer.completed.length >= 1, 'the message');
         const [message] = consumer.received;
         expect(message).toEqual({ topic, partition: expect.any(Number), offset: expect.any(String), key: 'execution-1', value: '{"n":1}', headers });
         expect(message!.partition).toBeGreaterThanOrEqual(0);
@@ -61,7 +62,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         for (let start = 0; start < all.length; start += 50) await bus.publish(topic, all.slice(start, start + 50));
         const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic, concurrency: 4 });
 
-        await waitUntil(() => consumer.values(consumer.completed).size === all.length, () => `${all.length} messages, got ${consumer.values().size}`);
+        await eventually(() => consumer.values(consumer.completed).size === all.length, { what: () => `${all.length} messages, got ${consumer.values().size}` });
         const byKey = new Map<string, IncomingMessage[]>();
         for (const message of consumer.received) byKey.set(message.key, [...(byKey.get(message.key) ?? []), message]);
         expect(byKey.size).toBe(16);
@@ -103,7 +104,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
 
         const finishedByFirst = first.values(first.completed);
         const missing = () => all.filter(({ value }) => !finishedByFirst.has(value) && !second.values(second.completed).has(value));
-        await waitUntil(() => missing().length === 0, () => `messages the first consumer left: ${missing().length} missing`);
+        await eventually(() => missing().length === 0, { what: () => `messages the first consumer left: ${missing().length} missing` });
         expect(first.crashes).toEqual([]);
         await second.handle.stop();
       });
@@ -128,7 +129,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
           },
         });
 
-        await waitUntil(() => first.crashes.length > 0, () => 'onCrash');
+        await eventually(() => first.crashes.length > 0, 'onCrash');
         expect(first.crashes).toEqual([failure]);
         const poisoned = failed!;
         // Nothing after the failed message in its partition was handled: the consumer stopped.
@@ -140,7 +141,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         const second = await recordConsumer(bus, { groupId, topic });
         const finishedByFirst = first.values(first.completed);
         const missing = () => all.filter(({ value }) => !finishedByFirst.has(value) && !second.values(second.completed).has(value));
-        await waitUntil(() => missing().length === 0, () => `messages after the crash: ${missing().length} missing`);
+        await eventually(() => missing().length === 0, { what: () => `messages after the crash: ${missing().length} missing` });
         expect(second.values().has(poisoned.value)).toBe(true);
         expect(first.crashes).toHaveLength(1);
         await second.handle.stop();
@@ -161,7 +162,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
             batches.push(batch);
           },
         });
-        await waitUntil(() => batches.flat().length >= all.length, () => `${batches.flat().length} of ${all.length} messages`);
+        await eventually(() => batches.flat().length >= all.length, { what: () => `${batches.flat().length} of ${all.length} messages` });
         await handle.stop();
 
         expect(batches.flat().map((m) => m.value).sort()).toEqual(all.map((m) => m.value).sort());
@@ -199,7 +200,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
           },
           onCrash: (error) => crashes.push(error),
         });
-        await waitUntil(() => crashes.length > 0, () => 'onCrash');
+        await eventually(() => crashes.length > 0, 'onCrash');
         await first.stop();
         expect(crashes).toEqual([failure]);
         const firstRefused = Number(refused![0]!.offset);
@@ -207,7 +208,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
 
         const second: IncomingMessage[] = [];
         const next = await bus.consume({ groupId, topic, handleBatch: async (batch) => void second.push(...batch) });
-        await waitUntil(() => new Set([...handled, ...second].map((m) => m.value)).size === all.length, () => 'every message after the crash');
+        await eventually(() => new Set([...handled, ...second].map((m) => m.value)).size === all.length, 'every message after the crash');
         await next.stop();
         expect(second.map((m) => m.value)).toEqual(expect.arrayContaining(refused!.map((m) => m.value)));
       });
@@ -235,10 +236,10 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
             finished.push(message.value);
           },
         });
-        await waitUntil(() => finished.length === all.length - 1, () => `${finished.length} of ${all.length - 1} messages behind the slow one`);
+        await eventually(() => finished.length === all.length - 1, { what: () => `${finished.length} of ${all.length - 1} messages behind the slow one` });
         expect(finished).not.toContain('v-0');
         slow.open();
-        await waitUntil(() => finished.includes('v-0'), () => 'the slow message');
+        await eventually(() => finished.includes('v-0'), 'the slow message');
         await handle.stop();
         expect(mostAtOnce).toBeLessThanOrEqual(4);
         expect(mostAtOnce).toBeGreaterThan(1);
@@ -266,15 +267,15 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
           },
           onCrash: (error) => crashes.push(error),
         });
-        await waitUntil(() => firstFinished.length >= 8, () => 'messages after the poisoned one');
+        await eventually(() => firstFinished.length >= 8, 'messages after the poisoned one');
         poisoned.open();
-        await waitUntil(() => crashes.length > 0, () => 'onCrash');
+        await eventually(() => crashes.length > 0, 'onCrash');
         await first.stop();
         expect(crashes).toEqual([failure]);
 
         const again: string[] = [];
         const second = await bus.consume({ groupId, topic, maxInFlight: 8, handle: async (message) => void again.push(message.value) });
-        await waitUntil(() => again.length >= all.length - 2, () => `${again.length} redelivered`);
+        await eventually(() => again.length >= all.length - 2, { what: () => `${again.length} redelivered` });
         await second.stop();
         // v-0 and v-1 finished before the failure and may be committed; from v-2 on everything comes again.
         expect(again).toEqual(expect.arrayContaining(all.slice(2).map((m) => m.value)));
@@ -316,14 +317,10 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         expect(committedWhileHeld.get(heldPartition)).toBe(BigInt(consumer.received[0]!.offset));
         release.open();
 
-        let committed = new Map<number, bigint>();
-        const reached = () => [...ends].every(([partition, end]) => (committed.get(partition) ?? -1n) >= end);
-        const deadline = Date.now() + 30_000;
-        while (!reached() && Date.now() < deadline) {
-          committed = new Map(await bus.committedOffsets(groupId, topic));
-          await sleep(50);
-        }
-        expect(committed).toEqual(ends);
+        await eventually(async () => expect(new Map(await bus.committedOffsets(groupId, topic))).toEqual(ends), {
+          what: 'the group to commit up to every end offset',
+          intervalMs: 50,
+        });
         // Another group has handled nothing.
         expect(await bus.committedOffsets(uniqueName('group'), topic)).toEqual(zeros);
         await consumer.handle.stop();
@@ -340,7 +337,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         await bus.publish(topic, all.slice(25));
 
         const everything = () => [one, two].every((consumer) => consumer.values(consumer.completed).size === all.length);
-        await waitUntil(everything, () => `both groups: ${one.values().size} and ${two.values().size} of ${all.length}`);
+        await eventually(everything, { what: () => `both groups: ${one.values().size} and ${two.values().size} of ${all.length}` });
         await Promise.all([one.handle.stop(), two.handle.stop()]);
       });
     });
@@ -356,7 +353,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic: added });
         await bus.publish(topic, [{ key: 'k', value: 'first' }]);
         await bus.publish(added, [{ key: 'k', value: 'second' }]);
-        await waitUntil(() => consumer.completed.length >= 1, () => 'the message on the added topic');
+        await eventually(() => consumer.completed.length >= 1, 'the message on the added topic');
         expect(consumer.received.map((message) => message.value)).toEqual(['second']);
         await consumer.handle.stop();
       });
@@ -392,7 +389,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         // Same key, same partition: a redelivery of the in-flight message would come first.
         await bus.publish(topic, [{ key: 'same-key', value: 'after' }]);
         const second = await recordConsumer(bus, { groupId, topic });
-        await waitUntil(() => second.values(second.completed).has('after'), () => 'the message published after stop');
+        await eventually(() => second.values(second.completed).has('after'), 'the message published after stop');
         expect(second.received.map((message) => message.value)).toEqual(['after']);
         await second.handle.stop();
       });

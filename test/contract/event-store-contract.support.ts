@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from '@jest/globals';
 import { WrongExpectedRevisionError } from '../../src/core/errors.js';
 import type { EventStore, EventToAppend, RecordedEvent, SubscribeOptions } from '../../src/core/event-store.port.js';
+import { eventually } from '../support/eventually.js';
 
 /** How a contract run reaches an adapter: one database per run, any number of store instances. */
 export interface EventStoreFixture {
@@ -73,17 +74,20 @@ export function recordSubscription(store: EventStore, options: Omit<SubscribeOpt
     batchSizes,
     ended,
     async waitFor(count, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (events.length < count) {
-        if (failure !== undefined) throw failure;
-        if (finished) throw new Error(`subscription ended after ${events.length} of ${count} events`);
-        if (Date.now() > deadline) {
+      await eventually(
+        () => {
+          if (events.length >= count) return true;
+          if (failure !== undefined) throw failure;
+          if (finished) throw new Error(`subscription ended after ${events.length} of ${count} events`);
+          return false;
+        },
+        {
           // Enough to tell a stall (the last events never came) from a skip (a gap before them).
-          const last = events.at(-1)?.position ?? 'none';
-          throw new Error(`timed out with ${events.length} of ${count} events (batches ${batchSizes.join(',') || 'none'}; last position ${last})`);
-        }
-        await sleep(5);
-      }
+          what: () => `${count} events: ${events.length} came (batches ${batchSizes.join(',') || 'none'}; last position ${events.at(-1)?.position ?? 'none'})`,
+          timeoutMs,
+          intervalMs: 5,
+        },
+      );
       return events.slice(0, count);
     },
     async stop() {
@@ -91,10 +95,6 @@ export function recordSubscription(store: EventStore, options: Omit<SubscribeOpt
       await ended;
     },
   };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** What an adapter's store guarantees beyond the common contract. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ValidationFailedError } from '../../src/core/errors.js';
-import { newEvent, recordSubscription, sleep, uniquePrefix, type ContractContext } from './event-store-contract.support.js';
+import { sleep } from '../support/eventually.js';
+import { newEvent, recordSubscription, uniquePrefix, type ContractContext } from './event-store-contract.support.js';
 
 /** Part of eventStoreContract: catch-up subscriptions to the global log. */
 export function subscriptionContract({ store, otherStore }: ContractContext): void {

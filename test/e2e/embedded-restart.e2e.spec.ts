@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient, type HttpResult } from '../support/http-client.js';
 
 /**
@@ -259,13 +260,14 @@ describe('the embedded default runs after a restart what was queued at SIGKILL',
 
     const second = await startServer(dataDir, 'api,dispatcher,ingestor,projector,watchdog,worker');
     const api = client(second.url);
-    const deadline = Date.now() + 60_000;
-    let view: HttpResult;
-    do {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      view = await api.get(`/v1/executions/${started.body.executionId}`, { token: tokens.admin });
-    } while (view.body?.status !== 'succeeded' && Date.now() < deadline);
-    expect({ status: view.body?.status, attempts: view.body?.attempts?.length }).toEqual({ status: 'succeeded', attempts: 1 });
+    const view = await eventually(
+      async () => {
+        const current: HttpResult = await api.get(`/v1/executions/${started.body.executionId}`, { token: tokens.admin });
+        expect({ status: current.body?.status, attempts: current.body?.attempts?.length }).toEqual({ status: 'succeeded', attempts: 1 });
+        return current;
+      },
+      { what: 'the execution queued before the kill to succeed', timeoutMs: 60_000, intervalMs: 200 },
+    );
     expect(view.body.nodes.find((n: { nodeId: string }) => n.nodeId === 'shape').output).toEqual({ greeting: 'hello after the crash' });
   });
 });

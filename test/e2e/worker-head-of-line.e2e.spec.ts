@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { eventually } from '../support/barrier-server.js';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
@@ -30,14 +30,14 @@ describe('a worker with a long attempt running', () => {
 
   it('finishes every execution dispatched after it, whichever partition they share with it', async () => {
     const longId = await start('long');
-    await eventually(async () => ((await status(longId)) === 'running' ? true : undefined), 'the long attempt to run');
+    await eventually(async () => (await status(longId)) === 'running', 'the long attempt to run');
     // 40 executions over 12 partitions: without side-by-side attempts, some would share the
     // long one's partition and wait ten minutes behind it.
     const shortIds: string[] = [];
     for (let n = 0; n < 40; n++) shortIds.push(await start('short'));
-    for (const id of shortIds) await eventually(async () => ((await status(id)) === 'succeeded' ? true : undefined), `${id} to succeed`, 60_000);
+    for (const id of shortIds) await eventually(async () => (await status(id)) === 'succeeded', { what: `${id} to succeed`, timeoutMs: 60_000 });
     expect(await status(longId)).toBe('running');
     expect((await api.post(`/v1/executions/${longId}/cancel`, { token: TOKENS.operatorA })).status).toBe(202);
-    await eventually(async () => ((await status(longId)) === 'cancelled' ? true : undefined), 'the long execution to be cancelled');
+    await eventually(async () => (await status(longId)) === 'cancelled', 'the long execution to be cancelled');
   });
 });

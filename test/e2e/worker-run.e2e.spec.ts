@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { eventually } from '../support/barrier-server.js';
+import { eventually, sleep } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { ALL_STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
@@ -42,8 +42,8 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
   const until = (executionId: string, statuses: string[], what = statuses.join('|')) =>
     eventually(async () => {
       const v = (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body;
-      return statuses.includes(v.status) ? v : undefined;
-    }, `${executionId} to be ${what}`, 60_000);
+      return statuses.includes(v.status) ? v : false;
+    }, { what: `${executionId} to be ${what}`, timeoutMs: 60_000 });
 
   it('runs executions to completion with the joined output', async () => {
     const ids = await Promise.all([1, 2, 3].map((n) => start('diamond', { n })));
@@ -65,7 +65,7 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
       const ids = await Promise.all([1, 2, 3].map(() => start('quick')));
       for (const id of ids) expect((await until(id, ['succeeded', 'failed'])).status).toBe('succeeded');
       // Past the time of each attempt's first heartbeat (2 s after its claim), and then some.
-      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      await sleep(3_000);
       expect(heartbeats.filter((url) => ids.some((id) => url.includes(id)))).toEqual([]);
     } finally {
       server.off('request', record);
@@ -76,7 +76,7 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
     const id = await start('slow');
     await eventually(async () => {
       const v = (await api.get(`/v1/executions/${id}`, { token: TOKENS.viewerA })).body;
-      return v.nodes.some((n: { nodeId: string; status: string }) => n.nodeId === 'nap' && n.status === 'running') ? true : undefined;
+      return v.nodes.some((n: { nodeId: string; status: string }) => n.nodeId === 'nap' && n.status === 'running');
     }, 'the delay to run');
     expect((await api.post(`/v1/executions/${id}/cancel`, { token: TOKENS.operatorA })).status).toBe(202);
     expect((await until(id, ['cancelled'])).status).toBe('cancelled');

@@ -7,7 +7,8 @@ import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createWorker } from '../../src/worker/runtime/create-worker.js';
 import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
-import { BarrierServer, eventually } from '../support/barrier-server.js';
+import { BarrierServer } from '../support/barrier-server.js';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startKafkaBroker, testKafkaBrokers, type KafkaBroker } from '../support/kafka-broker.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
@@ -74,7 +75,7 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
     let output = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    await eventually(async () => (output.includes('is consuming dispatches') ? true : undefined), `the worker process to start:\n${output}`, 60_000);
+    await eventually(() => output.includes('is consuming dispatches'), { what: () => `the worker process to start:\n${output}`, timeoutMs: 60_000 });
     return child;
   }
 
@@ -92,8 +93,8 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
       retry: { maxAttempts: 2, initialIntervalMs: 0, maxIntervalMs: 0 },
       timeouts: { leaseMs: 3_000 },
     });
-    await eventually(async () => (barrier.heldCount('killed-n2') === 1 ? true : undefined), 'n2 to be held at the barrier', 60_000);
-    await eventually(async () => ((await history(executionId)).some((e) => e.type === 'NodeSucceeded' && e.data['nodeId'] === 'n1') ? true : undefined), 'n1 to be recorded');
+    await eventually(() => barrier.heldCount('killed-n2') === 1, { what: 'n2 to be held at the barrier', timeoutMs: 60_000 });
+    await eventually(async () => (await history(executionId)).some((e) => e.type === 'NodeSucceeded' && e.data['nodeId'] === 'n1'), 'n1 to be recorded');
     first.kill('SIGKILL');
     barrier.release('killed-n2');
 
@@ -105,8 +106,8 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
 
     const done = await eventually(async () => {
       const v = await view(executionId);
-      return ['succeeded', 'failed', 'timed_out'].includes(v.status) ? v : undefined;
-    }, 'the execution to finish', 90_000);
+      return ['succeeded', 'failed', 'timed_out'].includes(v.status) ? v : false;
+    }, { what: 'the execution to finish', timeoutMs: 90_000 });
     expect(done.status).toBe('succeeded');
     expect(done.attempts.map((a: { status: string }) => a.status)).toEqual(['timed_out', 'succeeded']);
     expect(barrier.hits.get('killed-n1')).toBe(1);
@@ -138,13 +139,13 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
       };
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) ids.push(await publishAndStart('through-restart', graph));
-      await eventually(async () => ((await history(ids[0]!)).some((e) => e.type === 'AttemptClaimed') ? true : undefined), 'the first attempt to be claimed', 60_000);
+      await eventually(async () => (await history(ids[0]!)).some((e) => e.type === 'AttemptClaimed'), { what: 'the first attempt to be claimed', timeoutMs: 60_000 });
       await broker.restart({ hard: true });
       for (const id of ids) {
         const done = await eventually(async () => {
           const v = await view(id);
-          return ['succeeded', 'failed', 'timed_out', 'cancelled'].includes(v.status) ? v : undefined;
-        }, `execution ${id} to finish`, 120_000);
+          return ['succeeded', 'failed', 'timed_out', 'cancelled'].includes(v.status) ? v : false;
+        }, { what: `execution ${id} to finish`, timeoutMs: 120_000 });
         if (done.status !== 'succeeded') console.log(JSON.stringify((await history(id)).map((e) => [e.type, e.data]), null, 0));
         expect({ id, status: done.status }).toEqual({ id, status: 'succeeded' });
       }

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { TOPICS, type Bus } from '../../src/core/bus.port.js';
 import { InProcessBus } from '../../src/bus/in-process/in-process-bus.js';
-import { BarrierServer, eventually } from '../support/barrier-server.js';
+import { BarrierServer } from '../support/barrier-server.js';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
@@ -36,7 +37,7 @@ describe('the worker under injected faults (embedded stack)', () => {
   const untilStatus = (executionId: string, statuses: string[]) =>
     eventually(async () => {
       const view = await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA });
-      return statuses.includes(view.body.status) ? view.body : undefined;
+      return statuses.includes(view.body.status) ? view.body : false;
     }, `execution ${executionId} to reach ${statuses.join('|')}`);
 
   const indexOf = (events: Event[], type: string, nodeId: string) => events.findIndex((e) => e.type === type && e.data['nodeId'] === nodeId);
@@ -55,7 +56,7 @@ describe('the worker under injected faults (embedded stack)', () => {
         { from: 'b', to: 'd' },
       ],
     });
-    await eventually(async () => (barrier.heldCount('join-b') === 1 ? true : undefined), 'B to be held at the barrier');
+    await eventually(() => barrier.heldCount('join-b') === 1, 'B to be held at the barrier');
     const whileHeld = await history(executionId);
     expect(indexOf(whileHeld, 'NodeSucceeded', 'a')).toBeGreaterThanOrEqual(0);
     expect(indexOf(whileHeld, 'NodeStarted', 'd')).toBe(-1);
@@ -124,7 +125,7 @@ describe('the worker under injected faults (embedded stack)', () => {
     });
     const running = await eventually(async () => {
       const events = await history(executionId);
-      return indexOf(events, 'NodeStarted', 'sleep') >= 0 ? events : undefined;
+      return indexOf(events, 'NodeStarted', 'sleep') >= 0 ? events : false;
     }, 'the delay node to start');
     expect(running.some((e) => e.type === 'AttemptClaimed')).toBe(true);
     const cancel = await api.post(`/v1/executions/${executionId}/cancel`, { token: TOKENS.operatorA, body: { reason: 'stop it' } });

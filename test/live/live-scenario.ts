@@ -74,8 +74,6 @@ export function liveOf(app: NestExpressApplication): { streams: LiveStreams; tun
   };
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** A small seeded PRNG (mulberry32): a failing run can be replayed with its seed. */
 export function seededRandom(seed: number): () => number {
   let a = seed + 0x6d2b79f5;

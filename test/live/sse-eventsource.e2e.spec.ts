@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EventSource } from 'eventsource';
 import { EXECUTION_EVENT_TYPES } from '../../src/executions/domain/execution.events.js';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { publish } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
@@ -23,38 +24,24 @@ describe.each(STORE_KINDS)('a real EventSource client (npm eventsource) on %s', 
     const run = await startAndClaim(api, 'chain');
     const received: { id: string; type: string }[] = [];
     let opens = 0;
-    const waiters = new Set<() => void>();
     const es = new EventSource(`${t.url}/v1/executions/${run.executionId}/events`, {
       // EventSource has no headers of its own; this client lets a fetch wrapper add them.
       fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization: `Bearer ${TOKENS.viewerA}` } }),
     });
-    es.addEventListener('open', () => {
-      opens++;
-      for (const wake of [...waiters]) wake();
-    });
+    es.addEventListener('open', () => void opens++);
     for (const type of EXECUTION_EVENT_TYPES) {
-      es.addEventListener(type, (event) => {
-        received.push({ id: event.lastEventId, type: event.type });
-        for (const wake of [...waiters]) wake();
-      });
+      es.addEventListener(type, (event) => void received.push({ id: event.lastEventId, type: event.type }));
     }
-    const until = (condition: () => boolean) =>
-      new Promise<void>((resolve) => {
-        const check = () => condition() && (waiters.delete(check), resolve());
-        waiters.add(check);
-        check();
-      });
-
     try {
-      await until(() => received.some((e) => e.type === 'AttemptClaimed'));
+      await eventually(() => received.some((e) => e.type === 'AttemptClaimed'));
       await run.heartbeat();
-      await until(() => received.some((e) => e.type === 'LeaseExtended'));
+      await eventually(() => received.some((e) => e.type === 'LeaseExtended'));
       dropStreams();
       // Appended while the client is away (it waits `retry` before reconnecting).
       await run.heartbeat();
-      await until(() => opens >= 2);
+      await eventually(() => opens >= 2);
       await run.complete();
-      await until(() => received.some((e) => e.type === 'ExecutionSucceeded'));
+      await eventually(() => received.some((e) => e.type === 'ExecutionSucceeded'));
     } finally {
       es.close();
     }

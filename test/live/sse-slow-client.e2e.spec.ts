@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { publish, start } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
@@ -30,7 +31,7 @@ describe.each(STORE_KINDS)('a client that never reads, on %s', (kind) => {
     const histories = await Promise.all(executionIds.map((id) => historyOf(api, id)));
     const expected = histories.flat().map((e) => e.position).sort();
     // Nothing is ever read from the slow socket until the server has given up on it.
-    await waitFor(() => live.streams.stats().closed.slow_client > slowBefore);
+    await eventually(() => live.streams.stats().closed.slow_client > slowBefore, 'the server to close the slow client');
     stream.resume();
     await stream.ended;
     const firstPart = stream.ids;
@@ -43,8 +44,3 @@ describe.each(STORE_KINDS)('a client that never reads, on %s', (kind) => {
     expect([...firstPart, ...resumed.ids]).toEqual(expected);
   });
 });
-
-/** Polls a condition of the server's own state (no timing is asserted, only the outcome). */
-async function waitFor(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
-}

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { sleep } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { publish } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
-import { historyOf, liveOf, runExecution, seededRandom, sleep, startAndClaim } from './live-scenario.js';
+import { historyOf, liveOf, runExecution, seededRandom, startAndClaim } from './live-scenario.js';
 import { SseStream } from './sse-test-client.js';
 
 const EXECUTIONS = 10;

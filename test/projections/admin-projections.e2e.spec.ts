@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { claim, publish, start } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `GET /v1/admin/projections` and `POST /v1/admin/projections/:name/rebuild`: system-admin only. */
 describe.each(STORE_KINDS)('the projections admin API on %s', (kind) => {
@@ -50,12 +50,14 @@ describe.each(STORE_KINDS)('the projections admin API on %s', (kind) => {
     const res = await api.post('/v1/admin/projections/executions/rebuild', admin);
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ rebuildId: expect.stringMatching(/^[0-9a-f-]{36}$/), version: 2 });
-    let status: any;
-    for (let i = 0; i < 200; i++) {
-      status = (await api.get('/v1/admin/projections', admin)).body.projections[0];
-      if (status.lastRebuild?.rebuildId === res.body.rebuildId) break;
-      await sleep(25);
-    }
+    const status = await eventually(
+      async () => {
+        const current = (await api.get('/v1/admin/projections', admin)).body.projections[0];
+        expect(current.lastRebuild?.rebuildId).toBe(res.body.rebuildId);
+        return current;
+      },
+      { what: 'the rebuild to finish', timeoutMs: 5_000, intervalMs: 25 },
+    );
     expect(status).toMatchObject({ name: 'executions', version: 2, rebuild: null, eventsApplied: 10, lastRebuild: { rebuildId: res.body.rebuildId, version: 2 } });
     expect((await api.get('/v1/workspaces/ws-a/executions', { token: TOKENS.viewerA })).body.executions).toEqual(before);
   });

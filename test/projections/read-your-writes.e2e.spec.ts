@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Projector } from '../../src/projector/projector.js';
 import { ReadModelSettings } from '../../src/projector/projector.settings.js';
+import { sleep } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { claim, publish, start } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Queries read asynchronous read models, yet a client reads its own writes: by default a query

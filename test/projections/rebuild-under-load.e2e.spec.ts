@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { BatchInfo } from '../../src/projector/projection-runner.js';
+import { eventually, sleep } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { claim, publish } from '../support/scenario.js';
 import { ALL_STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 import { dumpReadModels, expectReadModelsEqualTheLog } from './support/projection-harness.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const attempt = (e: string, a: string, verb: string) => `/v1/executions/${e}/attempts/${a}/${verb}`;
 
 /**
@@ -63,17 +63,18 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     // Watch the rebuild through the admin API until both switched, while the load goes on.
     let sawProgress = false;
     // The rebuild chases a head that the load keeps moving: bounded in time, not in polls.
-    const deadline = Date.now() + 150_000;
-    for (;;) {
-      const status = await api.get('/v1/admin/projections', { token: TOKENS.systemAdmin });
-      expect(status.status).toBe(200);
-      const byName = Object.fromEntries(status.body.projections.map((p: { name: string }) => [p.name, p]));
-      sawProgress ||= ['executions', 'timeline'].some((name) => byName[name].rebuild !== null);
-      const done = rebuilds.every((r, k) => byName[['executions', 'timeline'][k]!].lastRebuild?.rebuildId === r.body.rebuildId);
-      if (done) break;
-      if (Date.now() > deadline) throw new Error(`rebuilds did not finish: ${JSON.stringify(status.body)}`);
-      await sleep(50);
-    }
+    let last: unknown;
+    await eventually(
+      async () => {
+        const status = await api.get('/v1/admin/projections', { token: TOKENS.systemAdmin });
+        expect(status.status).toBe(200);
+        last = status.body;
+        const byName = Object.fromEntries(status.body.projections.map((p: { name: string }) => [p.name, p]));
+        sawProgress ||= ['executions', 'timeline'].some((name) => byName[name].rebuild !== null);
+        return rebuilds.every((r, k) => byName[['executions', 'timeline'][k]!].lastRebuild?.rebuildId === r.body.rebuildId);
+      },
+      { what: () => `the rebuilds to finish: ${JSON.stringify(last)}`, timeoutMs: 150_000, intervalMs: 50 },
+    );
     await sleep(300);
     running = false;
     await Promise.all(load);

@@ -4,9 +4,12 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, wri
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+// Node's own sleep, not test/support/eventually.ts: jest's global setup loads this harness as
+// CommonJS by its source path, where a relative `.js` import would not resolve.
+import { setTimeout as sleep } from 'node:timers/promises';
 import kafkajs from 'kafkajs';
 
-/** Where the broker of this test run listens (`host:port`, comma-separated); set by globalSetup. */
+/** Where the broker of this test run listens (`host:port`, comma-separated); set by the integration and e2e global setups. */
 export const TEST_KAFKA_BROKERS_ENV = 'FLOSTRA_TEST_KAFKA_BROKERS';
 
 export interface KafkaBroker {
@@ -135,7 +138,9 @@ export async function startKafkaBroker(options: StartKafkaBrokerOptions = {}): P
 export function testKafkaBrokers(): string[] {
   const brokers = process.env[TEST_KAFKA_BROKERS_ENV];
   if (brokers === undefined || brokers === '') {
-    throw new Error(`${TEST_KAFKA_BROKERS_ENV} is not set: run the tests through jest (test/global-setup.ts starts Kafka)`);
+    throw new Error(
+      `${TEST_KAFKA_BROKERS_ENV} is not set: run the suite through jest as an integration (*.int.spec.ts) or e2e (*.e2e.spec.ts) suite, whose global setup starts Kafka`,
+    );
   }
   return brokers.split(',').map((broker) => broker.trim());
 }
@@ -319,8 +324,4 @@ function logTail(logFile: string): string {
   } catch {
     return '(no broker log)';
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 
-/** Where the server of this test run listens; set by globalSetup, read by suites. */
+/** Where the server of this test run listens; set by the integration and e2e global setups, read by suites. */
 export const TEST_DATABASE_URL_ENV = 'FLOSTRA_TEST_DATABASE_URL';
 
 export interface PostgresServer {
@@ -91,7 +91,9 @@ export async function startPostgresServer(): Promise<PostgresServer> {
 export function testServerUrl(): string {
   const url = process.env[TEST_DATABASE_URL_ENV];
   if (url === undefined || url === '') {
-    throw new Error(`${TEST_DATABASE_URL_ENV} is not set: run the tests through jest (test/global-setup.ts starts Postgres)`);
+    throw new Error(
+      `${TEST_DATABASE_URL_ENV} is not set: run the suite through jest as an integration (*.int.spec.ts) or e2e (*.e2e.spec.ts) suite, whose global setup starts Postgres`,
+    );
   }
   return url;
 }

@@ -17,7 +17,7 @@ import {
   executionTimedOut,
   leaseExtended,
   redriveRequested,
-} from '../../src/executions/domain/testing/execution-fixtures.js';
+} from '../support/executions/execution-fixtures.js';
 import { planDeadlines } from '../../src/watchdog/application/deadline-plan.js';
 
 const plan = (events: ExecutionEvent[], runDeadlines = new Map<string, number | null>()) =>

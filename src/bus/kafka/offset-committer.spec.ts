@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Consumer } from 'kafkajs';
 import { createLogger } from '../../core/logger.js';
-import { flushEventLoop } from '../../worker/dag/testing/deferred.js';
+import { flushEventLoop } from '../../../test/support/worker/dag/deferred.js';
 import { OffsetCommitter } from './offset-committer.js';
 
 type Commit = { partition: number; offset: string }[];

@@ -1,8 +1,8 @@
 import { describe, expect, it, jest } from '@jest/globals';
-import { flushEventLoop } from '../../worker/dag/testing/deferred.js';
+import { sleep } from '../../../test/support/eventually.js';
+import { flushEventLoop } from '../../../test/support/worker/dag/deferred.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function watcherOver(probe: () => Promise<LogProbe>, settleMs = 0, alwaysSettle = false) {
   let wakeFromOtherProcess = () => undefined as void;

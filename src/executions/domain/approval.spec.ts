@@ -16,7 +16,7 @@ import {
   iso,
   requestCancel,
   time,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const ACTION = { publish: 'report-v7', recipients: ['cfo@example.test'] };
 const DIGEST = actionDigestOf(ACTION);

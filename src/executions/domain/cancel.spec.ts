@@ -20,7 +20,7 @@ import {
   iso,
   leaseExtended,
   requestCancel,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 describe('RequestCancel (promise 7)', () => {
   describe('when the attempt is queued', () => {

@@ -26,7 +26,7 @@ import {
   given,
   iso,
   redriveRequested,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 describe('ClaimAttempt', () => {
   describe('when the attempt is queued', () => {

@@ -27,7 +27,7 @@ import {
   given,
   iso,
   leaseExtended,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const OUTPUT = { rows: 42 };
 const withRetries = aWorkflow({ retry: THREE_ATTEMPTS });

@@ -33,7 +33,7 @@ import {
   nodeStarted,
   nodeSucceeded,
   redriveRequested,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const workflow = aWorkflow({ retry: THREE_ATTEMPTS });
 const ROWS = { rows: 3 };

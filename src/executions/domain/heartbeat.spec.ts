@@ -20,7 +20,7 @@ import {
   heartbeat,
   iso,
   leaseExtended,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 describe('Heartbeat', () => {
   describe('when the worker holds the live claim', () => {

@@ -25,7 +25,7 @@ import {
   nodeSucceeded,
   recordNodeResult,
   redriveRequested,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const ROWS = { rows: [1, 2, 3] };
 

@@ -38,7 +38,7 @@ import {
   redriveRequested,
   requestCancel,
   requestRedrive,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const redrivenOnce = (base: ExecutionEvent[], attemptNumber: number): ExecutionEvent[] => [
   ...base,

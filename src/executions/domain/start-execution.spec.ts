@@ -13,7 +13,7 @@ import {
   given,
   iso,
   startExecution,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const KEY = { key: 'start-key-1', fingerprint: 'fingerprint-of-body-1' };
 

@@ -19,7 +19,7 @@ import {
   iso,
   leaseExtended,
   timeOutAttempt,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const withRetries = aWorkflow({ retry: THREE_ATTEMPTS });
 

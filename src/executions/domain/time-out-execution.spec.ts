@@ -17,7 +17,7 @@ import {
   iso,
   redriveRequested,
   timeOutExecution,
-} from './testing/execution-fixtures.js';
+} from '../../../test/support/executions/execution-fixtures.js';
 
 const EXECUTION_MS = 100_000;
 const bounded = aWorkflow({ timeouts: { executionMs: EXECUTION_MS } });

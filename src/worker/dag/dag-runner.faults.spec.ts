@@ -6,9 +6,9 @@ import type { ExecuteNode, Sleep } from './dag.types.js';
 import { DagReportError } from './dag-runner.js';
 import { NodeError } from './node-error.js';
 import { abortableSleep } from './node-retry.js';
-import { deferred, flushEventLoop } from './testing/deferred.js';
-import { eventTrace, graphOf, recordingReport, ScriptedNodes } from './testing/scripted-nodes.js';
-import { startRun } from './testing/start-run.js';
+import { deferred, flushEventLoop } from '../../../test/support/worker/dag/deferred.js';
+import { eventTrace, graphOf, recordingReport, ScriptedNodes } from '../../../test/support/worker/dag/scripted-nodes.js';
+import { startRun } from '../../../test/support/worker/dag/start-run.js';
 
 const retry = (policy: Record<string, unknown>) => ({ initialIntervalMs: 100, backoffCoefficient: 2, maxIntervalMs: 1_000, ...policy });
 

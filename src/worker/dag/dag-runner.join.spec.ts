@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { flushEventLoop } from './testing/deferred.js';
-import { eventTrace, graphOf, ScriptedNodes } from './testing/scripted-nodes.js';
-import { startRun as start } from './testing/start-run.js';
+import { flushEventLoop } from '../../../test/support/worker/dag/deferred.js';
+import { eventTrace, graphOf, ScriptedNodes } from '../../../test/support/worker/dag/scripted-nodes.js';
+import { startRun as start } from '../../../test/support/worker/dag/start-run.js';
 
 describe('runDag: joins (promise 5)', () => {
   describe('when A→B, A→D, B→D and B is held at a barrier', () => {

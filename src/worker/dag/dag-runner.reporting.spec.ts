@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import type { DagEvent, ReportDagEvent } from './dag.types.js';
 import { NodeError } from './node-error.js';
-import { deferred, flushEventLoop, type Deferred } from './testing/deferred.js';
-import { eventTrace, graphOf, ScriptedNodes } from './testing/scripted-nodes.js';
-import { startRun } from './testing/start-run.js';
+import { deferred, flushEventLoop, type Deferred } from '../../../test/support/worker/dag/deferred.js';
+import { eventTrace, graphOf, ScriptedNodes } from '../../../test/support/worker/dag/scripted-nodes.js';
+import { startRun } from '../../../test/support/worker/dag/start-run.js';
 
 /** A report whose acknowledgements the test hands out: shows what is in flight at once. */
 function heldReport() {

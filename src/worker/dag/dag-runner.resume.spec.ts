@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { approvalActionDigest } from './approval.js';
 import { NodeError } from './node-error.js';
-import { eventTrace, graphOf, ScriptedNodes } from './testing/scripted-nodes.js';
-import { startRun } from './testing/start-run.js';
+import { eventTrace, graphOf, ScriptedNodes } from '../../../test/support/worker/dag/scripted-nodes.js';
+import { startRun } from '../../../test/support/worker/dag/start-run.js';
 
 describe('runDag: durable resume', () => {
   describe('when nodes succeeded in an earlier attempt', () => {

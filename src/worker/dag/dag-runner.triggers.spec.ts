@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { NodeError } from './node-error.js';
-import { eventTrace, graphOf, ScriptedNodes } from './testing/scripted-nodes.js';
-import { startRun } from './testing/start-run.js';
+import { eventTrace, graphOf, ScriptedNodes } from '../../../test/support/worker/dag/scripted-nodes.js';
+import { startRun } from '../../../test/support/worker/dag/start-run.js';
 
 const failing = (code: string) => async () => {
   throw new NodeError(code, `${code} happened`, false);

@@ -2,10 +2,10 @@ import { describe, expect, it } from '@jest/globals';
 import { performance } from 'node:perf_hooks';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { NodeError } from '../dag/node-error.js';
-import { graphOf } from '../dag/testing/scripted-nodes.js';
+import { graphOf } from '../../../test/support/worker/dag/scripted-nodes.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from './node-registry.js';
-import { contextFor } from './testing/node-context.js';
+import { contextFor } from '../../../test/support/worker/nodes/node-context.js';
 
 const nodeOf = (spec: Parameters<typeof graphOf>[0][number]): WorkflowNode => graphOf([spec]).nodes[0]!;
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { NodeOfType } from '../../workflows/domain/workflow-graph.schema.js';
 import { NodeError } from '../dag/node-error.js';
-import { graphOf } from '../dag/testing/scripted-nodes.js';
-import { contextFor } from './testing/node-context.js';
+import { graphOf } from '../../../test/support/worker/dag/scripted-nodes.js';
+import { contextFor } from '../../../test/support/worker/nodes/node-context.js';
 import { createTransformNode, DEFAULT_TRANSFORM_LIMITS } from './transform-node.js';
 
 const transformNode = (expression: string) =>

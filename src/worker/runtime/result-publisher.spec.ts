@@ -1,6 +1,6 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import type { Bus, OutgoingMessage } from '../../core/bus.port.js';
-import { deferred, flushEventLoop, type Deferred } from '../dag/testing/deferred.js';
+import { deferred, flushEventLoop, type Deferred } from '../../../test/support/worker/dag/deferred.js';
 import { ResultPublisher } from './result-publisher.js';
 
 interface PublishCall {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { deciderSpecification } from '../../core/testing/decider-specification.js';
+import { deciderSpecification } from '../../../test/support/core/decider-specification.js';
 import { InvalidStateError } from '../../core/errors.js';
 import type { PublishWorkflowRevision } from './workflow.commands.js';
 import { workflowDecider } from './workflow.decider.js';

@@ -7,7 +7,7 @@ import { createLogger } from '../../../src/core/logger.js';
 import { ExecutionStreams } from '../../../src/executions/application/execution-streams.js';
 import { executionStreamId } from '../../../src/executions/domain/execution-event.parser.js';
 import type { WorkflowSnapshot } from '../../../src/executions/domain/execution.events.js';
-import { aWorkflow } from '../../../src/executions/domain/testing/execution-fixtures.js';
+import { aWorkflow } from '../../support/executions/execution-fixtures.js';
 import { AdjustableClock } from '../../support/adjustable-clock.js';
 import { type StoreKind, openTestStore } from '../../support/test-app.js';
 
@@ -71,17 +71,4 @@ export async function recordTopic(bus: Bus, topic: string) {
   await bus.ensureTopics([{ topic, partitions: 4 }]);
   const consumer = await bus.consume({ groupId: `test-${randomUUID()}`, topic, handle: async (m) => void messages.push(m) });
   return { messages, values: () => messages.map((m) => JSON.parse(m.value) as Record<string, unknown>), stop: () => consumer.stop() };
-}
-
-/** Retries `check` (an assertion) until it passes; bounded, and reports the last failure. */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
 }

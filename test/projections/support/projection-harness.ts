@@ -13,6 +13,7 @@ import { ProjectionSignals } from '../../../src/projector/projection-signals.js'
 import { Projector, type ProjectorOptions } from '../../../src/projector/projector.js';
 import { ensureCatalog } from '../../../src/projector/projector.schema.js';
 import { PROJECTION_DEFINITIONS } from '../../../projections/projections.registry.js';
+import { eventually } from '../../support/eventually.js';
 import { createTestDatabase } from '../../support/postgres-server.js';
 import type { StoreKind } from '../../support/test-app.js';
 
@@ -41,16 +42,6 @@ export interface ProjectionHarness {
   close(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(what: string, condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
-  }
-}
-
 /** The Postgres event store on each of its SQL clients: the harness reaches into its database. */
 export const HARNESS_KINDS = ['pglite', 'postgres'] as const satisfies readonly StoreKind[];
 
@@ -76,18 +67,18 @@ export async function openProjectionHarness(kind: (typeof HARNESS_KINDS)[number]
       return projector;
     },
     async caughtUp(timeoutMs = 60_000) {
-      await until('every read model applied the log', async () => {
+      await eventually(async () => {
         const head = await store.headPosition();
         for (const { name } of PROJECTION_DEFINITIONS) {
           const checkpoint = await liveCheckpoint(sql, name);
           if (head !== null && (checkpoint === null || checkpoint < head)) return false;
         }
         return true;
-      }, timeoutMs);
+      }, { what: 'every read model to apply the log', timeoutMs });
     },
     rebuild: (name) => requestRebuild(sql, PROJECTION_DEFINITIONS.find((d) => d.name === name)!, crypto.randomUUID()),
     async switched(name, version, timeoutMs = 60_000) {
-      await until(`${name} v${version} is live`, async () => (await readCatalog(sql)).get(name)?.liveVersion === version, timeoutMs);
+      await eventually(async () => (await readCatalog(sql)).get(name)?.liveVersion === version, { what: `${name} v${version} to be live`, timeoutMs });
     },
     dump,
     expectModelsEqualTheLog: () => expectReadModelsEqualTheLog(store, sql),
