@@ -1,31 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
 import { NotFoundError, ValidationFailedError } from '../../core/errors.js';
 import type { TimelineEvent } from '../../core/timeline.port.js';
-import { nameSchema, parseBody } from '../../http/validation.js';
+import { parseBody } from '../../http/validation.js';
 import { ExecutionsReadModel, type ExecutionSummary } from '../../projector/executions-read-model.js';
-import { consistencyQueryFields, ReadConsistency, readRequirement } from '../../projector/read-consistency.js';
+import { ReadConsistency, readRequirement } from '../../projector/read-consistency.js';
 import { PostgresTimelineReader } from '../../projector/timeline-reader.js';
 import { executionStreamId } from '../domain/execution-event.parser.js';
 import type { StartedExecution } from '../domain/execution.state.js';
-import { historyQuerySchema } from './request-schemas.js';
+import {
+  executionHistoryQuerySchema as historySchema,
+  executionListQuerySchema as listQuerySchema,
+  executionQuerySchema as getQuerySchema,
+} from './request-schemas.js';
 
-const STATUSES = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const satisfies readonly StartedExecution['status'][];
-
-const getQuerySchema = z.strictObject(consistencyQueryFields);
-const historySchema = historyQuerySchema.extend(consistencyQueryFields);
-const listQuerySchema = z.strictObject({
-  status: z
-    .string()
-    .transform((raw) => raw.split(',').map((s) => s.trim()))
-    .pipe(z.array(z.enum(STATUSES)).min(1))
-    .optional(),
-  workflow: nameSchema.optional(),
-  cursor: z.string().min(1).max(400).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  ...consistencyQueryFields,
-});
 
 /**
  * Reads of executions, from the read models (`executions`, `timeline`). Each waits first until

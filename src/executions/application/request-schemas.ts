@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { nameSchema } from '../../http/validation.js';
+import { consistencyQueryFields } from '../../projector/read-consistency.js';
+import type { StartedExecution } from '../domain/execution.state.js';
 
 /** Bodies and headers of the execution endpoints (API.md "Executions", "Worker protocol"). */
 export const idempotencyKeySchema = z
@@ -49,4 +52,26 @@ export const approvalBodySchema = z.strictObject({
 export const historyQuerySchema = z.strictObject({
   after: z.string().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+/** Every status an execution can be in, as `GET /v1/executions/:executionId` shows it. */
+export const EXECUTION_STATUSES = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const satisfies readonly StartedExecution['status'][];
+
+/** Query of `GET /v1/executions/:executionId`. */
+export const executionQuerySchema = z.strictObject(consistencyQueryFields);
+
+/** Query of `GET /v1/executions/:executionId/history`. */
+export const executionHistoryQuerySchema = historyQuerySchema.extend(consistencyQueryFields);
+
+/** Query of `GET /v1/workspaces/:workspaceId/executions`. */
+export const executionListQuerySchema = z.strictObject({
+  status: z
+    .string()
+    .transform((raw) => raw.split(',').map((s) => s.trim()))
+    .pipe(z.array(z.enum(EXECUTION_STATUSES)).min(1))
+    .optional(),
+  workflow: nameSchema.optional(),
+  cursor: z.string().min(1).max(400).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  ...consistencyQueryFields,
 });

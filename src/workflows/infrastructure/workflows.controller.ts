@@ -1,13 +1,11 @@
 import { Body, Controller, Get, Param, Put, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { z } from 'zod';
 import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
 import { parseBody, parseName } from '../../http/validation.js';
 import { PublishWorkflowHandler } from '../application/publish-workflow.handler.js';
+import { workflowRevisionQuerySchema as getQuerySchema } from '../application/request-schemas.js';
 import { WorkflowQueries } from '../application/workflow.queries.js';
-
-const getQuerySchema = z.strictObject({ revision: z.coerce.number().int().min(1).optional() });
 
 @Controller('v1/workspaces/:workspaceId/workflows/:name')
 export class WorkflowsController {
