@@ -3,12 +3,15 @@ import { type Principal, requireGlobalRole } from '../auth/authorization.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { parseName } from '../http/validation.js';
 import { ProjectionsAdminService } from './projections-admin.service.js';
+import { ApiRoute } from '../http/openapi/route-contract.js';
+import { listProjectionsContract, rebuildProjectionContract } from './projections-admin.contract.js';
 
 /** API.md "Admin and operations": the read models, for the global system-admin role only. */
 @Controller('v1/admin/projections')
 export class ProjectionsAdminController {
   constructor(@Inject(ProjectionsAdminService) private readonly admin: ProjectionsAdminService) {}
 
+  @ApiRoute(listProjectionsContract)
   @Get()
   list(@CurrentPrincipal() principal: Principal) {
     requireGlobalRole(principal, 'system-admin');
@@ -16,6 +19,7 @@ export class ProjectionsAdminController {
   }
 
   /** 202: the new version builds beside the live one and takes over when caught up; progress on the GET. */
+  @ApiRoute(rebuildProjectionContract)
   @Post(':name/rebuild')
   @HttpCode(202)
   async rebuild(@CurrentPrincipal() principal: Principal, @Param('name') name: string) {

@@ -6,6 +6,8 @@ import type { Position } from '../core/event-store.port.js';
 import { parseBody, parseId, parseName } from '../http/validation.js';
 import { LiveStreams } from './live-streams.service.js';
 import { eventsQuerySchema, positionSchema } from './live-request-schemas.js';
+import { ApiRoute } from '../http/openapi/route-contract.js';
+import { executionEventsContract, workspaceEventsContract } from './live.contract.js';
 
 /**
  * The resume point: the Last-Event-ID header an EventSource sends when it reconnects wins over
@@ -22,6 +24,7 @@ function resumePosition(header: string | undefined, rawQuery: unknown): Position
 export class LiveController {
   constructor(@Inject(LiveStreams) private readonly streams: LiveStreams) {}
 
+  @ApiRoute(executionEventsContract)
   @Get('executions/:executionId/events')
   async executionEvents(
     @CurrentPrincipal() principal: Principal,
@@ -34,6 +37,7 @@ export class LiveController {
     await this.streams.openExecutionStream(principal, id, resumePosition(lastEventId, query), res);
   }
 
+  @ApiRoute(workspaceEventsContract)
   @Get('workspaces/:workspaceId/events')
   async workspaceEvents(
     @CurrentPrincipal() principal: Principal,

@@ -7,6 +7,16 @@ import { MIN_POSITION_HEADER } from '../../projector/read-consistency.js';
 import { ExecutionQueries } from '../application/execution.queries.js';
 import { OperatorCommandsHandler } from '../application/operator-commands.handler.js';
 import { StartExecutionHandler } from '../application/start-execution.handler.js';
+import { ApiRoute } from '../../http/openapi/route-contract.js';
+import {
+  cancelExecutionContract,
+  decideApprovalContract,
+  executionHistoryContract,
+  getExecutionContract,
+  listExecutionsContract,
+  redriveExecutionContract,
+  startExecutionContract,
+} from './executions.contract.js';
 
 @Controller('v1')
 export class ExecutionsController {
@@ -16,6 +26,7 @@ export class ExecutionsController {
     private readonly queries: ExecutionQueries,
   ) {}
 
+  @ApiRoute(startExecutionContract)
   @Post('workspaces/:workspaceId/workflows/:name/executions')
   async startExecution(
     @CurrentPrincipal() principal: Principal,
@@ -37,6 +48,7 @@ export class ExecutionsController {
   }
 
   /** Queries wait for the read model to reflect `?minPosition=` / X-Flostra-Min-Position, else the log's head. */
+  @ApiRoute(listExecutionsContract)
   @Get('workspaces/:workspaceId/executions')
   list(
     @CurrentPrincipal() principal: Principal,
@@ -47,6 +59,7 @@ export class ExecutionsController {
     return this.queries.list(principal, parseName(workspaceId, 'workspaceId'), query, minPosition);
   }
 
+  @ApiRoute(getExecutionContract)
   @Get('executions/:executionId')
   get(
     @CurrentPrincipal() principal: Principal,
@@ -57,6 +70,7 @@ export class ExecutionsController {
     return this.queries.get(principal, parseId(executionId, 'executionId'), query, minPosition);
   }
 
+  @ApiRoute(executionHistoryContract)
   @Get('executions/:executionId/history')
   history(
     @CurrentPrincipal() principal: Principal,
@@ -67,12 +81,14 @@ export class ExecutionsController {
     return this.queries.history(principal, parseId(executionId, 'executionId'), query, minPosition);
   }
 
+  @ApiRoute(cancelExecutionContract)
   @Post('executions/:executionId/cancel')
   @HttpCode(202)
   cancel(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string, @Body() body: unknown) {
     return this.operator.cancel(principal, parseId(executionId, 'executionId'), body);
   }
 
+  @ApiRoute(decideApprovalContract)
   @Post('executions/:executionId/approvals/:nodeId')
   @HttpCode(202)
   approve(
@@ -84,6 +100,7 @@ export class ExecutionsController {
     return this.operator.decideApproval(principal, parseId(executionId, 'executionId'), parseName(nodeId, 'nodeId'), body);
   }
 
+  @ApiRoute(redriveExecutionContract)
   @Post('executions/:executionId/redrive')
   @HttpCode(202)
   redrive(

@@ -6,6 +6,8 @@ import { parseBody, parseName } from '../../http/validation.js';
 import { PublishWorkflowHandler } from '../application/publish-workflow.handler.js';
 import { workflowRevisionQuerySchema as getQuerySchema } from '../application/request-schemas.js';
 import { WorkflowQueries } from '../application/workflow.queries.js';
+import { ApiRoute } from '../../http/openapi/route-contract.js';
+import { getWorkflowContract, publishWorkflowContract } from './workflows.contract.js';
 
 @Controller('v1/workspaces/:workspaceId/workflows/:name')
 export class WorkflowsController {
@@ -14,6 +16,7 @@ export class WorkflowsController {
     private readonly queries: WorkflowQueries,
   ) {}
 
+  @ApiRoute(publishWorkflowContract)
   @Put()
   async put(
     @CurrentPrincipal() principal: Principal,
@@ -30,6 +33,7 @@ export class WorkflowsController {
     return { ...result.body, position: result.position };
   }
 
+  @ApiRoute(getWorkflowContract)
   @Get()
   async get(
     @CurrentPrincipal() principal: Principal,
