@@ -12,6 +12,7 @@ import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { DispatchModule } from '../dispatch/dispatch.module.js';
 import { IngestModule } from '../ingest/ingest.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
+import { OpenApiModule } from '../http/openapi/openapi.module.js';
 import { CoreModule, type CoreDependencies } from './core.module.js';
 import { HealthController } from './health.controller.js';
 
@@ -39,6 +40,7 @@ export class AppModule {
         DispatchModule,
         IngestModule,
         WatchdogModule,
+        OpenApiModule,
       ],
       controllers: [HealthController],
     };
