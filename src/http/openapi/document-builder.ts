@@ -1,18 +1,16 @@
 import { z } from 'zod';
 import {
   createDocument,
-  createSchema,
-  type CreateDocumentOptions,
   type oas31,
   type ZodOpenApiOperationObject,
   type ZodOpenApiPathsObject,
   type ZodOpenApiResponsesObject,
 } from 'zod-openapi';
 import type { ErrorCode } from '../../core/errors.js';
-import { UUID_PATTERN } from '../../core/ids.js';
 import { statusOf } from '../problem.js';
 import { PROBLEM_CONTENT_TYPE } from '../problem.js';
 import { orderDocument } from './document-order.js';
+import { addOutputSchema, schemaAdjustments } from './schema-adjustments.js';
 import { problemSchema, validationIssueSchema } from './problem.schema.js';
 import { answerableCodes, type RouteAccess, type RouteContract, type RouteResponse } from './route-contract.js';
 import { type DiscoveredRoute, toOpenApiPath } from './route-discovery.js';
@@ -81,64 +79,15 @@ export function buildOpenApiDocument(routes: readonly DiscoveredRoute[], info: D
         },
       },
     },
-    documentOptions(typeKeeping),
+    schemaAdjustments(typeKeeping),
   );
-  for (const schema of eventSchemas.values()) addOutputSchema(document, schema, documentOptions(typeKeeping));
+  for (const schema of eventSchemas.values()) addOutputSchema(document, schema, schemaAdjustments(typeKeeping));
   describeParameters(document, described);
   const ordered = orderDocument(document);
   for (const [name, schema] of Object.entries(ordered.components?.schemas ?? {}) as [string, Record<string, unknown>][]) {
     if (schema['description'] === undefined && SCHEMA_DESCRIPTIONS[name] !== undefined) schema['description'] = SCHEMA_DESCRIPTIONS[name];
   }
   return ordered;
-}
-
-/** A response schema with an id, and the schemas it refers to, as components. */
-function addOutputSchema(document: OpenApiDocument, schema: z.ZodType, options: CreateDocumentOptions): void {
-  const { components } = createSchema(schema, { io: 'output', openapiVersion: '3.1.0', schemaRefPath: REF_PREFIX, opts: options });
-  const existing = (document.components!.schemas ??= {});
-  for (const [name, rendered] of Object.entries(components ?? {})) {
-    if (existing[name] !== undefined && JSON.stringify(existing[name]) !== JSON.stringify(rendered)) {
-      throw new Error(`the schema ${name} renders differently in an event stream than elsewhere`);
-    }
-    existing[name] = rendered;
-  }
-}
-
-function documentOptions(typeKeeping: ReadonlySet<unknown>): CreateDocumentOptions {
-  return {
-    override: ({ zodSchema, jsonSchema, io }) => {
-      if (hasCaseInsensitivePattern(zodSchema)) showCaseInsensitive(jsonSchema);
-      else if (patternsOf(zodSchema).length === 0 && FORMATS_WITHOUT_PATTERN.has(jsonSchema['format'] as string)) delete jsonSchema['pattern'];
-      if (io !== 'output' || !typeKeeping.has(zodSchema)) return;
-      const input = (zodSchema._zod.def as { in?: z.ZodType }).in;
-      if (input === undefined) throw new Error('typeKeepingTransforms lists a schema that is not a transform');
-      const { $schema: _, ...shown } = z.toJSONSchema(input, { io: 'output' });
-      Object.assign(jsonSchema, shown);
-    },
-  };
-}
-
-/** Formats zod also spells out as a long pattern: the format says it, the pattern is noise. */
-const FORMATS_WITHOUT_PATTERN = new Set(['date-time', 'uuid']);
-
-/** Regex checks of a string schema (`z.string().regex(…)`). */
-function patternsOf(schema: z.core.$ZodType): RegExp[] {
-  const checks = (schema._zod.def as { checks?: { _zod: { def: { format?: string; pattern?: RegExp } } }[] }).checks ?? [];
-  return checks.map((check) => check._zod.def).filter((def) => def.format === 'regex' && def.pattern !== undefined).map((def) => def.pattern!);
-}
-
-function hasCaseInsensitivePattern(schema: z.core.$ZodType): boolean {
-  return patternsOf(schema).some((pattern) => pattern.flags.includes('i'));
-}
-
-/**
- * JSON Schema patterns have no flags: a case-insensitive UUID becomes `format: uuid` (any case,
- * as RFC 9562 reads them), and no other case-insensitive pattern exists to be shown wrongly.
- */
-function showCaseInsensitive(jsonSchema: Record<string, unknown>): void {
-  if (jsonSchema['pattern'] !== UUID_PATTERN.source) throw new Error(`a case-insensitive pattern cannot be shown in JSON Schema: ${String(jsonSchema['pattern'])}`);
-  delete jsonSchema['pattern'];
-  jsonSchema['format'] = 'uuid';
 }
 
 function idOf(schema: z.ZodType, handler: string): string {
