@@ -14,7 +14,6 @@ import {
   executionQuerySchema as getQuerySchema,
 } from './request-schemas.js';
 
-
 /**
  * Reads of executions, from the read models (`executions`, `timeline`). Each waits first until
  * the read model reflects what the request needs (read-your-writes; see read-consistency.ts).
