@@ -5,6 +5,8 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { parseName } from '../http/validation.js';
 import { ListProjectionsQuery } from './list-projections.handler.js';
 import { RebuildProjectionCommand } from './rebuild-projection.handler.js';
+import { ApiRoute } from '../http/openapi/route-contract.js';
+import { listProjectionsContract, rebuildProjectionContract } from './projections-admin.contract.js';
 
 /** The read models, for the global system-admin role only (docs/api.md, Admin). */
 @Controller('v1/admin/projections')
@@ -14,12 +16,14 @@ export class ProjectionsAdminController {
     private readonly queries: QueryBus,
   ) {}
 
+  @ApiRoute(listProjectionsContract)
   @Get()
   list(@CurrentPrincipal() principal: Principal) {
     return this.queries.execute(new ListProjectionsQuery(principal));
   }
 
   /** 202: the new version builds beside the live one and takes over when caught up; progress on the GET. */
+  @ApiRoute(rebuildProjectionContract)
   @Post(':name/rebuild')
   @HttpCode(202)
   rebuild(@CurrentPrincipal() principal: Principal, @Param('name') name: string) {

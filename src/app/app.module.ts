@@ -15,6 +15,7 @@ import type { ProjectorOptions } from '../projector/projector.js';
 import { ProjectorModule } from '../projector/projector.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
+import { OpenApiModule } from '../http/openapi/openapi.module.js';
 import { CoreModule, type CoreDependencies } from './core.module.js';
 import { HealthController } from './health.controller.js';
 
@@ -64,6 +65,7 @@ export class AppModule {
         }),
         ReadModelsModule,
         ...roleModules(deps.config),
+        OpenApiModule,
       ],
       controllers: [HealthController],
     };

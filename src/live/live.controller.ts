@@ -1,15 +1,13 @@
 import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { z } from 'zod';
 import type { Principal } from '../auth/authorization.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import type { Position } from '../core/event-store.port.js';
 import { parseBody, parseId, parseName } from '../http/validation.js';
 import { LiveStreams } from './live-streams.service.js';
-
-// Positions are opaque to clients, but a cursor is still bounded and printable before use.
-const positionSchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'expected a position as sent in an event id');
-const eventsQuerySchema = z.strictObject({ lastEventId: positionSchema.optional() });
+import { eventsQuerySchema, positionSchema } from './live-request-schemas.js';
+import { ApiRoute } from '../http/openapi/route-contract.js';
+import { executionEventsContract, workspaceEventsContract } from './live.contract.js';
 
 /**
  * The resume point: the Last-Event-ID header an EventSource sends when it reconnects wins over
@@ -26,6 +24,7 @@ function resumePosition(header: string | undefined, rawQuery: unknown): Position
 export class LiveController {
   constructor(@Inject(LiveStreams) private readonly streams: LiveStreams) {}
 
+  @ApiRoute(executionEventsContract)
   @Get('executions/:executionId/events')
   async executionEvents(
     @CurrentPrincipal() principal: Principal,
@@ -38,6 +37,7 @@ export class LiveController {
     await this.streams.openExecutionStream(principal, id, resumePosition(lastEventId, query), res);
   }
 
+  @ApiRoute(workspaceEventsContract)
   @Get('workspaces/:workspaceId/events')
   async workspaceEvents(
     @CurrentPrincipal() principal: Principal,

@@ -21,6 +21,7 @@ import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
 import type { ProjectorOptions } from '../../src/projector/projector.js';
 import { ReadConsistency } from '../../src/projector/read-consistency.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
+import { enableResponseChecks, type ResponseViolation } from '../../src/http/openapi/response-checks.js';
 
 export type StoreKind = 'pglite' | 'postgres' | 'kurrentdb';
 export const STORE_KINDS: StoreKind[] = ['pglite', 'postgres'];
@@ -57,6 +58,8 @@ export interface TestApp {
   worker: WorkerService | null;
   /** The database of the read models (the store's own). */
   readModelSql: SqlClient;
+  /** Responses that broke their route's contract so far (each also answered 500); `close()` fails on any. */
+  responseViolations: readonly ResponseViolation[];
   /** Resolves once every live read model has applied the log up to its head (or `position`). */
   waitForProjections(position?: string | null): Promise<void>;
   close(): Promise<void>;
@@ -104,6 +107,8 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   const logger = createLogger({ level: testLogLevel() });
   const bus = options.bus ?? new InProcessBus();
   const app = await createApp({ config, store: opened.store, readModelSql: opened.sql, bus, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES), projector: options.projector });
+  // Every response of every suite is checked against its route's OpenAPI contract.
+  const checks = enableResponseChecks(app, logger);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
@@ -121,6 +126,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     clock,
     app,
     readModelSql: opened.sql,
+    responseViolations: checks.violations,
     waitForProjections: async (position) => {
       const target = position ?? (await opened.store.headPosition());
       if (target === null) return;
@@ -132,6 +138,10 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
       await app.close();
       if (!options.bus) await bus.close();
       await opened.close();
+      if (checks.violations.length > 0) {
+        const list = checks.violations.map((v) => `- ${v.route} → ${v.status}: ${v.detail}${v.issues.map((i) => `\n    ${i.path}: ${i.message}`).join('')}`);
+        throw new Error(`responses broke their OpenAPI contract (fix the contract, or the code):\n${list.join('\n')}`);
+      }
     },
   };
 }

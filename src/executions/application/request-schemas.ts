@@ -49,16 +49,20 @@ export const approvalBodySchema = z.strictObject({
   comment: z.string().max(2048).optional(),
 });
 
+/** Every status an execution can be in, as `GET /v1/executions/:executionId` shows it. */
 export const EXECUTION_STATUSES = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const satisfies readonly StartedExecution['status'][];
 
+/** Query of `GET /v1/executions/:executionId`. */
 export const getExecutionQuerySchema = z.strictObject(consistencyQueryFields);
 
+/** Query of `GET /v1/executions/:executionId/history`. */
 export const historyQuerySchema = z.strictObject({
   after: z.string().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   ...consistencyQueryFields,
 });
 
+/** Query of `GET /v1/workspaces/:workspaceId/executions`. */
 export const listExecutionsQuerySchema = z.strictObject({
   status: z
     .string()

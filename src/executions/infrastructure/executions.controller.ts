@@ -23,6 +23,16 @@ import {
   startExecutionBodySchema,
 } from '../application/request-schemas.js';
 import { StartExecutionCommand } from '../application/start-execution.handler.js';
+import {
+  cancelExecutionContract,
+  decideApprovalContract,
+  executionHistoryContract,
+  getExecutionContract,
+  listExecutionsContract,
+  redriveExecutionContract,
+  startExecutionContract,
+} from './executions.contract.js';
+import { ApiRoute } from '../../http/openapi/route-contract.js';
 
 /**
  * Executions over HTTP: input is validated here, at the edge, and handed on as a typed command
@@ -35,6 +45,7 @@ export class ExecutionsController {
     private readonly queries: QueryBus,
   ) {}
 
+  @ApiRoute(startExecutionContract)
   @Post('workspaces/:workspaceId/workflows/:name/executions')
   async startExecution(
     @CurrentPrincipal() principal: Principal,
@@ -58,6 +69,7 @@ export class ExecutionsController {
   }
 
   /** Queries wait for the read model to reflect `?minPosition=` / X-Flostra-Min-Position, else the log's head. */
+  @ApiRoute(listExecutionsContract)
   @Get('workspaces/:workspaceId/executions')
   list(
     @CurrentPrincipal() principal: Principal,
@@ -69,6 +81,7 @@ export class ExecutionsController {
     return this.queries.execute(new ListExecutionsQuery(principal, parseName(workspaceId, 'workspaceId'), query, readRequirement(query, minPosition)));
   }
 
+  @ApiRoute(getExecutionContract)
   @Get('executions/:executionId')
   get(
     @CurrentPrincipal() principal: Principal,
@@ -81,6 +94,7 @@ export class ExecutionsController {
     return this.queries.execute(new GetExecutionQuery(principal, id, readRequirement(query, minPosition)));
   }
 
+  @ApiRoute(executionHistoryContract)
   @Get('executions/:executionId/history')
   history(
     @CurrentPrincipal() principal: Principal,
@@ -93,6 +107,7 @@ export class ExecutionsController {
     return this.queries.execute(new GetExecutionHistoryQuery(principal, id, query, readRequirement(query, minPosition)));
   }
 
+  @ApiRoute(cancelExecutionContract)
   @Post('executions/:executionId/cancel')
   @HttpCode(202)
   cancel(@CurrentPrincipal() principal: Principal, @Param('executionId') executionId: string, @Body() body: unknown) {
@@ -101,6 +116,7 @@ export class ExecutionsController {
     return this.commands.execute(new CancelExecutionCommand(principal, id, reason ?? null));
   }
 
+  @ApiRoute(decideApprovalContract)
   @Post('executions/:executionId/approvals/:nodeId')
   @HttpCode(202)
   approve(
@@ -114,6 +130,7 @@ export class ExecutionsController {
     return this.commands.execute(new DecideApprovalCommand(principal, id, node, parseBody(approvalBodySchema, body)));
   }
 
+  @ApiRoute(redriveExecutionContract)
   @Post('executions/:executionId/redrive')
   @HttpCode(202)
   redrive(

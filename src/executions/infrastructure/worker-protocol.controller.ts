@@ -7,12 +7,15 @@ import { ClaimAttemptCommand } from '../application/claim-attempt.handler.js';
 import { CompleteAttemptCommand } from '../application/complete-attempt.handler.js';
 import { HeartbeatAttemptCommand } from '../application/heartbeat-attempt.handler.js';
 import { claimBodySchema, completeBodySchema, heartbeatBodySchema } from '../application/request-schemas.js';
+import { ApiRoute } from '../../http/openapi/route-contract.js';
+import { claimAttemptContract, completeAttemptContract, heartbeatContract } from './worker-protocol.contract.js';
 
 /** The worker's synchronous protocol: claim, heartbeat, complete (docs/api.md, Worker protocol). */
 @Controller('v1/executions/:executionId/attempts/:attemptId')
 export class WorkerProtocolController {
   constructor(private readonly commands: CommandBus) {}
 
+  @ApiRoute(claimAttemptContract)
   @Post('claim')
   @HttpCode(200)
   claim(@CurrentPrincipal() p: Principal, @Param('executionId') executionId: string, @Param('attemptId') attemptId: string, @Body() body: unknown) {
@@ -21,6 +24,7 @@ export class WorkerProtocolController {
     return this.commands.execute(new ClaimAttemptCommand(p, execution, attempt, workerId));
   }
 
+  @ApiRoute(heartbeatContract)
   @Post('heartbeat')
   @HttpCode(200)
   heartbeat(@CurrentPrincipal() p: Principal, @Param('executionId') executionId: string, @Param('attemptId') attemptId: string, @Body() body: unknown) {
@@ -29,6 +33,7 @@ export class WorkerProtocolController {
     return this.commands.execute(new HeartbeatAttemptCommand(p, execution, attempt, workerId, fencingToken));
   }
 
+  @ApiRoute(completeAttemptContract)
   @Post('complete')
   @HttpCode(200)
   complete(@CurrentPrincipal() p: Principal, @Param('executionId') executionId: string, @Param('attemptId') attemptId: string, @Body() body: unknown) {

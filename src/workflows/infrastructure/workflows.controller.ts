@@ -1,14 +1,14 @@
 import { Body, Controller, Get, Param, Put, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
-import { z } from 'zod';
 import type { Principal } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
 import { parseBody, parseName } from '../../http/validation.js';
 import { GetWorkflowQuery } from '../application/get-workflow.handler.js';
 import { parsePublishBody, PublishWorkflowCommand } from '../application/publish-workflow.handler.js';
-
-export const getWorkflowQuerySchema = z.strictObject({ revision: z.coerce.number().int().min(1).optional() });
+import { workflowRevisionQuerySchema } from '../application/request-schemas.js';
+import { ApiRoute } from '../../http/openapi/route-contract.js';
+import { getWorkflowContract, publishWorkflowContract } from './workflows.contract.js';
 
 /** Workflows over HTTP: input validated here, at the edge; commands and queries go through the CQRS buses. */
 @Controller('v1/workspaces/:workspaceId/workflows/:name')
@@ -18,6 +18,7 @@ export class WorkflowsController {
     private readonly queries: QueryBus,
   ) {}
 
+  @ApiRoute(publishWorkflowContract)
   @Put()
   async put(
     @CurrentPrincipal() principal: Principal,
@@ -33,11 +34,12 @@ export class WorkflowsController {
     return { ...result.body, position: result.position };
   }
 
+  @ApiRoute(getWorkflowContract)
   @Get()
   get(@CurrentPrincipal() principal: Principal, @Param('workspaceId') rawWorkspaceId: string, @Param('name') rawName: string, @Query() rawQuery: unknown) {
     const workspaceId = parseName(rawWorkspaceId, 'workspaceId');
     const name = parseName(rawName, 'name');
-    const { revision } = parseBody(getWorkflowQuerySchema, rawQuery, 'query');
+    const { revision } = parseBody(workflowRevisionQuerySchema, rawQuery, 'query');
     return this.queries.execute(new GetWorkflowQuery(principal, workspaceId, name, revision));
   }
 }

@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { anyJson, identifierField, positionField, timestampField, uuidField } from '../../http/openapi/response-fields.js';
+import { workflowGraphSchema } from '../../workflows/domain/workflow-graph.schema.js';
+import { EXECUTION_STATUSES } from '../application/request-schemas.js';
+import { executionErrorSchema as executionErrorEventSchema } from '../domain/execution.events.js';
+import { historyEventSchema } from './timeline-event.responses.js';
+
+/** Response bodies of the execution endpoints: what execution.queries.ts and the command handlers return. */
+
+export const executionStatusField = z.enum(EXECUTION_STATUSES).meta({ id: 'ExecutionStatus' });
+
+const nullableTimestamp = timestampField.nullable();
+
+/** An error as events record it, shown by name. */
+const executionErrorSchema = executionErrorEventSchema.meta({ id: 'ExecutionError' });
+const digestField = z.string().regex(/^[0-9a-f]{64}$/).meta({ description: 'sha256 of the canonical JSON, in hex.' });
+
+/** `StartExecutionHandler`: 201 for a new execution, 200 for a replay of the same key and body. */
+export const startedExecutionSchema = z
+  .strictObject({ executionId: uuidField, workflowRevision: z.number().int().min(1), status: z.literal('queued'), position: positionField })
+  .meta({ id: 'StartedExecution' });
+
+const attemptView = z.strictObject({
+  attemptId: uuidField,
+  attemptNumber: z.number().int().min(1),
+  reason: z.enum(['start', 'retry', 'redrive', 'resume']),
+  status: z.enum(['queued', 'running', 'suspended', 'succeeded', 'failed', 'timed_out', 'cancelled']),
+  workerId: z.string().nullable(),
+  leaseExpiresAt: nullableTimestamp,
+  queueDeadline: timestampField,
+  notBefore: timestampField,
+  scheduledAt: timestampField,
+  claimedAt: nullableTimestamp,
+  endedAt: nullableTimestamp,
+  error: executionErrorSchema.nullable(),
+});
+
+const nodeView = z.strictObject({
+  nodeId: identifierField,
+  status: z.enum(['running', 'awaiting_approval', 'succeeded', 'failed', 'skipped']),
+  attemptId: z.string().meta({ description: 'The attempt that ran the node last.' }),
+  output: anyJson.meta({ description: 'The node’s output, or null.' }),
+  error: executionErrorSchema.nullable(),
+  startedAt: nullableTimestamp,
+  endedAt: nullableTimestamp,
+});
+
+/** `toView`: one execution from the `executions` read model. */
+export const executionViewSchema = z
+  .strictObject({
+    executionId: uuidField,
+    workspaceId: identifierField,
+    workflow: z.strictObject({ workflowId: uuidField, name: identifierField, revision: z.number().int().min(1), digest: digestField }),
+    workflowRevision: z.number().int().min(1),
+    status: executionStatusField,
+    cancelRequested: z.boolean(),
+    input: z.record(z.string(), anyJson),
+    output: anyJson.meta({ description: 'The execution’s output once it succeeded, else null.' }),
+    error: executionErrorSchema.nullable(),
+    pendingApproval: z.strictObject({ nodeId: identifierField, action: anyJson, actionDigest: digestField }).nullable(),
+    attempts: z.array(attemptView),
+    nodes: z.array(nodeView).meta({ description: 'In the graph’s node order; only nodes that started.' }),
+    startedAt: timestampField,
+    updatedAt: timestampField,
+    endedAt: nullableTimestamp,
+    position: positionField.meta({ description: 'The last event this view reflects.' }),
+  })
+  .meta({ id: 'ExecutionView' });
+
+/** `toSummaryView`: one row of the list. */
+export const executionSummarySchema = z
+  .strictObject({
+    executionId: uuidField,
+    workspaceId: identifierField,
+    workflow: z.strictObject({ name: identifierField, revision: z.number().int().min(1) }),
+    workflowRevision: z.number().int().min(1),
+    status: executionStatusField,
+    cancelRequested: z.boolean(),
+    attemptCount: z.number().int().min(0),
+    startedAt: timestampField,
+    updatedAt: timestampField,
+    endedAt: nullableTimestamp,
+    position: positionField,
+  })
+  .meta({ id: 'ExecutionSummary' });
+
+export const executionListSchema = z
+  .strictObject({
+    executions: z.array(executionSummarySchema).meta({ description: 'Newest first.' }),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+    position: positionField.nullable().meta({ description: 'The read model’s checkpoint this page reflects (null before the first event).' }),
+  })
+  .meta({ id: 'ExecutionList' });
+
+export const executionHistorySchema = z
+  .strictObject({
+    events: z.array(historyEventSchema),
+    nextCursor: positionField.nullable().meta({ description: 'Pass as `after` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'ExecutionHistory' });
+
+export const cancelReplySchema = z
+  .strictObject({ status: executionStatusField, cancelRequested: z.literal(true), position: positionField })
+  .meta({ id: 'CancelReply' });
+
+export const approvalReplySchema = z
+  .strictObject({ status: executionStatusField, decision: z.enum(['approve', 'reject']), position: positionField })
+  .meta({ id: 'ApprovalReply' });
+
+export const redriveReplySchema = z
+  .strictObject({ redriveId: uuidField, attemptId: uuidField, attemptNumber: z.number().int().min(1), position: positionField })
+  .meta({ id: 'RedriveReply', description: 'The same key again answers exactly this body: a snapshot of the first response.' });
+
+/** `WorkerProtocolHandler.claim`. */
+export const claimReplySchema = z
+  .strictObject({
+    executionId: uuidField,
+    workspaceId: identifierField,
+    attemptId: uuidField,
+    attemptNumber: z.number().int().min(1),
+    fencingToken: z.number().int().min(1),
+    leaseExpiresAt: timestampField,
+    heartbeatIntervalMs: z.number().int().min(1),
+    workflow: z.strictObject({ workflowId: uuidField, name: identifierField, revision: z.number().int().min(1), digest: digestField, graph: workflowGraphSchema }),
+    input: z.record(z.string(), anyJson),
+    completedNodes: z.record(z.string(), anyJson).meta({ description: 'Outputs of the nodes that succeeded in earlier attempts, by node id.' }),
+  })
+  .meta({ id: 'ClaimReply' });
+
+export const heartbeatReplySchema = z
+  .strictObject({ leaseExpiresAt: timestampField, cancelRequested: z.boolean(), position: positionField })
+  .meta({ id: 'HeartbeatReply' });
+
+export const completeReplySchema = z.strictObject({ status: executionStatusField, position: positionField }).meta({ id: 'CompleteReply' });

@@ -1,0 +1,57 @@
+import type { ErrorCode } from '../../core/errors.js';
+
+/** Prose of the OpenAPI document that belongs to no single route. */
+
+/** What each problem code means, whichever route answers it (a route's description says more). */
+export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
+  validation_failed: 'the input is invalid (malformed JSON, a bad parameter, header or body field); `issues` names every problem.',
+  unauthenticated: 'no bearer token, or one that is unknown or revoked.',
+  forbidden: 'the token is known but lacks the role this needs (`requiredRole`).',
+  not_found: 'no such resource, or none the token may read (existence is not revealed).',
+  idempotency_conflict: 'this Idempotency-Key was used with a different request.',
+  invalid_state: 'the resource is not in a state that allows this.',
+  stale_attempt: 'the attempt is not current, or another claim holds it; do not run it.',
+  lease_expired: 'the claim’s lease ran out; stop working on the attempt.',
+  approval_mismatch: 'the action changed since it was shown for approval.',
+  concurrency_conflict: 'concurrent writes kept conflicting; nothing was written, retry.',
+  payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`).',
+  unsupported_media_type: 'a body that is not JSON in UTF-8.',
+  unavailable: 'a dependency is down or a read model is behind; nothing was written, retry.',
+};
+
+/** Parameters that mean the same on every route, by name. */
+export const PARAMETER_DESCRIPTIONS: Record<string, string> = {
+  workspaceId: 'The workspace: 1-64 of `A-Z a-z 0-9 _ -`.',
+  name: 'The workflow’s name: 1-64 of `A-Z a-z 0-9 _ -`.',
+  executionId: 'The execution (a UUID, any case).',
+  attemptId: 'The attempt (a UUID, any case), as the dispatch message named it.',
+  nodeId: 'The approval node’s id in the graph.',
+  revision: 'A published revision (from 1); the latest when absent.',
+  minPosition: 'Wait until the read model reflects this position (e.g. a command response’s `position`); wins over X-Flostra-Min-Position.',
+  consistency: '`latest` (default): reflect every write acknowledged before the query; `eventual`: whatever the read model holds now, without waiting.',
+  'X-Flostra-Min-Position': 'As `minPosition`, for clients that prefer a header.',
+  after: 'Only events after this position (an event’s `position`, or `nextCursor`).',
+  limit: 'Page size.',
+  cursor: 'The previous page’s `nextCursor`.',
+  workflow: 'Only executions of this workflow (by name).',
+  lastEventId: 'Resume after this position, for a first connection (an EventSource cannot send headers).',
+  'Last-Event-ID': 'Resume after this position; sent by an EventSource when it reconnects.',
+  'Idempotency-Key': 'Makes a retry safe: the same key and body again answer the first response. Visible ASCII, 1-255 characters.',
+};
+
+export const TAG_DESCRIPTIONS: Record<string, string> = {
+  Workflows: 'Publish workflow graphs as immutable revisions, and read them.',
+  Executions: 'Start, inspect, cancel, redrive and approve executions.',
+  'Worker protocol': 'How a worker claims an attempt, keeps its lease and reports the outcome.',
+  'Live events': 'Execution events as Server-Sent Events, resumable without loss.',
+  Admin: 'Read models: status, lag and rebuilds.',
+  Health: 'Probes for orchestrators.',
+  Documentation: 'This document.',
+};
+
+/** Descriptions of named schemas that come from domain schemas without one. */
+export const SCHEMA_DESCRIPTIONS: Record<string, string> = {
+  WorkflowGraph: 'A workflow’s graph as it is published: fields with a default may be left out.',
+  WorkflowGraphOutput: 'A published graph, normalized: every default filled in. This is what is digested, stored and run.',
+  JsonValue: 'Any JSON value.',
+};

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { positionField } from '../../http/openapi/response-fields.js';
+import { defineRoute, json, workspaceRole } from '../../http/openapi/route-contract.js';
+import { nameSchema } from '../../http/validation.js';
+import { workflowRevisionQuerySchema } from '../application/request-schemas.js';
+import { retryPolicySchema, workflowGraphSchema } from '../domain/workflow-graph.schema.js';
+import { workflowEventSchemas } from '../domain/workflow.events.js';
+
+/** Contracts of WorkflowsController (API.md "Workflows"). */
+
+const TAGS = ['Workflows'];
+const workflowParams = z.object({ workspaceId: nameSchema, name: nameSchema });
+const published = workflowEventSchemas.WorkflowRevisionPublished.shape;
+
+/**
+ * How routes that show a workflow graph document it: by name, and with the sorting of
+ * `nonRetryable` (a transform that keeps its type) shown as the array it is.
+ */
+export const workflowGraphDocumentation = {
+  components: { WorkflowGraph: workflowGraphSchema },
+  typeKeepingTransforms: [retryPolicySchema.shape.nonRetryable],
+};
+
+/** What publishing answers: the revision that is now the latest, and where its event is. */
+export const publishedWorkflowSchema = z
+  .strictObject({ workflowId: published.workflowId, name: published.name, revision: published.revision, digest: published.digest, position: positionField })
+  .meta({ id: 'PublishedWorkflow' });
+
+/** `WorkflowQueries.getRevision`: the revision as published (its event's payload) and where its event is. */
+export const workflowRevisionSchema = z.strictObject({ ...published, position: positionField }).meta({ id: 'WorkflowRevision' });
+
+export const publishWorkflowContract = defineRoute({
+  operationId: 'publishWorkflow',
+  summary: 'Publish a revision of a workflow',
+  description:
+    'The graph is validated as a whole (unique node ids, known node types, edges between declared nodes, no cycles, size limits) and every problem is reported at once. ' +
+    'Defaults are filled in; a graph equal to the latest revision’s answers that revision (200), any other becomes a new revision (201).',
+  tags: TAGS,
+  access: workspaceRole('editor', 'path'),
+  params: workflowParams,
+  body: workflowGraphSchema,
+  responses: {
+    201: json('A new revision was published.', publishedWorkflowSchema),
+    200: json('The graph equals the latest revision, which is answered.', publishedWorkflowSchema),
+  },
+  errors: ['validation_failed', 'forbidden', 'not_found', 'concurrency_conflict', 'unavailable'],
+  ...workflowGraphDocumentation,
+});
+
+export const getWorkflowContract = defineRoute({
+  operationId: 'getWorkflow',
+  summary: 'Get a workflow revision',
+  description: 'The latest revision, or `revision`. Read from the workflow’s stream: always current.',
+  tags: TAGS,
+  access: workspaceRole('viewer', 'path'),
+  params: workflowParams,
+  query: workflowRevisionQuerySchema,
+  responses: { 200: json('The revision, with its normalized graph.', workflowRevisionSchema) },
+  errors: ['validation_failed', 'not_found', 'unavailable'],
+  ...workflowGraphDocumentation,
+});
