@@ -340,6 +340,8 @@ async function main(): Promise<void> {
       for (const kase of rotate(CASES, round)) {
         for (const subject of rotate(SUBJECTS, round)) {
           const dataDir = kase === 'existing' ? existingDir : join(scratch, `fresh-${++freshCount}`);
+          // PGlite creates `pgdata` but not its parent.
+          if (kase === 'fresh') mkdirSync(dataDir);
           const result = await runOnce(subject, kase, round, dataDir, probeDir, probeUrl);
           log(`round ${round} ${kase} ${subject}: ready ${result.readyMs} ms, rss idle ${result.rssIdleMb} MB, after GC ${result.rssAfterGcMb} MB, stop ${result.stopMs} ms (exit ${result.exitCode})`);
           runs.push(result);
