@@ -185,7 +185,7 @@ function readStatusKb(pid: number, key: string): number {
 
 const toMb = (kb: number) => Math.round((kb / 1024) * 10) / 10;
 
-/** The descendant of `pid` (or `pid` itself) whose command line runs `needle`. */
+/** The node process among `pid` and its descendants that runs the script `needle`. */
 function findProcess(pid: number, needle: string): number | null {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
@@ -202,7 +202,9 @@ function findProcess(pid: number, needle: string): number | null {
   while (queue.length > 0) {
     const current = queue.shift()!;
     try {
-      if (readFileSync(`/proc/${current}/cmdline`, 'utf8').split('\0').some((arg) => arg.endsWith(needle))) return current;
+      // A node process with the script as an argument: not the `sh -c` whose one argument ends with it.
+      const args = readFileSync(`/proc/${current}/cmdline`, 'utf8').split('\0');
+      if (/(^|\/)node$/.test(args[0] ?? '') && args.slice(1).some((arg) => arg.endsWith(needle))) return current;
     } catch {
       continue;
     }
