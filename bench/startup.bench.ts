@@ -150,6 +150,8 @@ interface RunResult {
   logLinesBeforeBanner: number | null;
   stopMs: number;
   exitCode: number | null;
+  /** The signal that ended it, when one did (npm ends on the SIGINT it forwarded). */
+  exitSignal: string | null;
   probe: Record<string, unknown> | null;
 }
 
@@ -245,7 +247,8 @@ async function runOnce(subject: Subject, kase: Case, round: number, dataDir: str
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   let exitCode: number | null | undefined;
-  const exited = new Promise<void>((r) => child.once('exit', (code) => ((exitCode = code), r())));
+  let exitSignal: string | null = null;
+  const exited = new Promise<void>((r) => child.once('exit', (code, signal) => ((exitCode = code), (exitSignal = signal), r())));
   const fail = (why: string) => new Error(`${subject} (${kase}, round ${round}): ${why}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`);
 
   let readyMs = NaN;
@@ -299,6 +302,7 @@ async function runOnce(subject: Subject, kase: Case, round: number, dataDir: str
     logLinesBeforeBanner,
     stopMs,
     exitCode: stopped ? (exitCode ?? null) : null,
+    exitSignal: stopped ? exitSignal : 'SIGKILL',
     probe,
   };
 }
@@ -345,7 +349,7 @@ async function main(): Promise<void> {
           // PGlite creates `pgdata` but not its parent.
           if (kase === 'fresh') mkdirSync(dataDir);
           const result = await runOnce(subject, kase, round, dataDir, probeDir, probeUrl);
-          log(`round ${round} ${kase} ${subject}: ready ${result.readyMs} ms, rss idle ${result.rssIdleMb} MB, after GC ${result.rssAfterGcMb} MB, stop ${result.stopMs} ms (exit ${result.exitCode})`);
+          log(`round ${round} ${kase} ${subject}: ready ${result.readyMs} ms, rss idle ${result.rssIdleMb} MB, after GC ${result.rssAfterGcMb} MB, stop ${result.stopMs} ms (${result.exitSignal ?? `exit ${result.exitCode}`})`);
           runs.push(result);
           if (kase === 'fresh') rmSync(dataDir, { recursive: true, force: true });
         }
@@ -381,7 +385,7 @@ async function main(): Promise<void> {
         npmRssMb: subject === 'npm-start' ? median(mine.map((r) => r.npmRssMb ?? NaN)) : undefined,
         logLinesBeforeBanner: subject === 'bare-pglite' ? undefined : median(mine.map((r) => r.logLinesBeforeBanner ?? NaN)),
         stopMs: median(mine.map((r) => r.stopMs)),
-        exitCodes: [...new Set(mine.map((r) => r.exitCode))],
+        exits: [...new Set(mine.map((r) => (r.exitSignal !== null ? r.exitSignal : `code ${r.exitCode}`)))],
         afterGc: {
           rssAnonMb: afterMedian('rssAnonMb'),
           rssFileMb: afterMedian('rssFileMb'),
