@@ -5,7 +5,7 @@ import { createWorker } from './worker/runtime/create-worker.js';
 import type { WorkerService } from './worker/runtime/worker.service.js';
 import { systemClock } from './core/clock.port.js';
 import { randomIds } from './core/ids.js';
-import { createLogger, type Logger } from './core/logger.js';
+import { createLogger, quietUntilStarted, type Logger } from './core/logger.js';
 import { loadTokens } from './auth/tokens.loader.js';
 import { createApp } from './app/create-app.js';
 import { openInfrastructure } from './app/infrastructure.js';
@@ -24,8 +24,9 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger({ level: config.logLevel });
-  if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger);
+  // Until the banner, progress records are debug: a person sees the banner first.
+  const { logger, started } = quietUntilStarted(createLogger({ level: config.logLevel }));
+  if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started);
   const { registry, devTokens } = await loadTokens(config);
   const infra = await openInfrastructure(config, logger);
   const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, bus: infra.bus, clock: systemClock, ids: randomIds, logger, registry });
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
     await worker.start();
   }
   printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
+  started();
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
  * `FLOSTRA_ROLES=worker` (`npm run worker`): no store and no HTTP server of its own; the worker
  * talks to the api over HTTP and to Kafka only.
  */
-async function runWorkerOnly(config: AppConfig, logger: Logger): Promise<void> {
+async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => void): Promise<void> {
   if (!config.apiUrl || !config.workerToken || !config.kafkaBrokers) {
     throw new ConfigError('FLOSTRA_API_URL, FLOSTRA_WORKER_TOKEN, KAFKA_BROKERS: all required for a worker-only process', ['FLOSTRA_API_URL', 'FLOSTRA_WORKER_TOKEN', 'KAFKA_BROKERS']);
   }
@@ -74,6 +76,7 @@ async function runWorkerOnly(config: AppConfig, logger: Logger): Promise<void> {
   const worker = createWorker({ bus, apiUrl: config.apiUrl, token: config.workerToken, logger, concurrency: config.workerConcurrency, egressAllow: config.egressAllow });
   await worker.start();
   process.stdout.write(`Flostra worker ${worker.workerId} is consuming dispatches for ${config.apiUrl}\n`);
+  started();
   const stop = async (signal: string) => {
     logger.info('stopping', { signal });
     await worker.stop();
