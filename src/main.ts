@@ -11,19 +11,14 @@ import { createApp } from './app/create-app.js';
 import { openInfrastructure } from './app/infrastructure.js';
 import { PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
 import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
-import { printBanner } from './app/banner.js';
+import { describeStartFailure, printBanner } from './app/banner.js';
+
+/** Known once the configuration is: a failure to write there or to listen is then told as such. */
+let configForErrors: { dataDir?: string; host?: string } = {};
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`flostra: invalid configuration: ${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const config = loadConfig();
+  configForErrors = { dataDir: config.dataDir, host: config.host };
   // Until the banner, progress records are debug: a person sees the banner first.
   const { logger, started } = quietUntilStarted(createLogger({ level: config.logLevel }));
   if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started);
@@ -88,6 +83,9 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`flostra: failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
+  const { lines, exitCode } = describeStartFailure(error, configForErrors);
+  process.stderr.write(lines.map((line) => `flostra: ${line}\n`).join(''));
+  // The stack is for whoever debugs Flostra; read from the environment, which may be what failed.
+  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  process.exit(exitCode);
 });
