@@ -18,7 +18,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
  * - `node`: `node dist/src/main.js`;
  * - `node-semi64`: `node --min-semi-space-size=64 --max-semi-space-size=64 dist/src/main.js`;
  * - `bare-pglite`: a node process that only opens PGlite on `<dataDir>/pgdata` with PGlite's
- *   defaults, runs `select 1` and waits (ready = it says so on stdout).
+ *   defaults, runs `select 1` and waits (ready = it says so on stdout);
+ * - `baseline-npm-start`: `npm start` in another checkout, BENCH_STARTUP_BASELINE (a directory
+ *   with its own node_modules), e.g. the commit before a change, so that before and after are
+ *   measured in the same run.
  *
  * Cases (BENCH_STARTUP_CASES, default `existing,fresh`): `existing` runs every subject in turn on
  * one data directory that a first, unmeasured Flostra start initialised; `fresh` gives every run
@@ -44,11 +47,12 @@ const CASES = list('BENCH_STARTUP_CASES', 'existing,fresh') as Case[];
 const READY_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 20_000;
 
-type Subject = 'npm-start' | 'node' | 'node-semi64' | 'bare-pglite';
+type Subject = 'npm-start' | 'node' | 'node-semi64' | 'bare-pglite' | 'baseline-npm-start';
 type Case = 'existing' | 'fresh';
-const KNOWN_SUBJECTS: readonly Subject[] = ['npm-start', 'node', 'node-semi64', 'bare-pglite'];
+const KNOWN_SUBJECTS: readonly Subject[] = ['npm-start', 'node', 'node-semi64', 'bare-pglite', 'baseline-npm-start'];
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BASELINE = process.env.BENCH_STARTUP_BASELINE ? resolve(process.env.BENCH_STARTUP_BASELINE) : null;
 const log = (message: string) => process.stderr.write(`[bench:startup] ${message}\n`);
 
 function list(name: string, fallback: string): string[] {
@@ -229,6 +233,8 @@ function launch(subject: Subject, dataDir: string, port: number, probeDir: strin
   switch (subject) {
     case 'npm-start':
       return spawn('npm', ['start'], options);
+    case 'baseline-npm-start':
+      return spawn('npm', ['start'], { ...options, cwd: BASELINE! });
     case 'node':
       return spawn(process.execPath, ['dist/src/main.js'], options);
     case 'node-semi64':
@@ -324,6 +330,9 @@ async function main(): Promise<void> {
   for (const s of SUBJECTS) if (!KNOWN_SUBJECTS.includes(s)) throw new Error(`unknown subject ${s}; known: ${KNOWN_SUBJECTS.join(', ')}`);
   for (const c of CASES) if (c !== 'existing' && c !== 'fresh') throw new Error(`unknown case ${c}; known: existing, fresh`);
   if (!existsSync(join(root, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: build first');
+  if (SUBJECTS.includes('baseline-npm-start') && (BASELINE === null || !existsSync(join(BASELINE, 'package.json')))) {
+    throw new Error('baseline-npm-start needs BENCH_STARTUP_BASELINE: a checkout with its node_modules');
+  }
 
   const scratch = mkdtempSync(join(tmpdir(), 'flostra-bench-startup-'));
   const probeDir = join(scratch, 'probe');
@@ -407,7 +416,7 @@ async function main(): Promise<void> {
     bench: 'startup',
     startedAt,
     machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: load.map((l) => Math.round(l * 100) / 100) },
-    settings: { rounds: ROUNDS, idleSeconds: IDLE_SECONDS, subjects: SUBJECTS, cases: CASES },
+    settings: { rounds: ROUNDS, idleSeconds: IDLE_SECONDS, subjects: SUBJECTS, cases: CASES, baseline: BASELINE },
     summary,
     runs,
   };
