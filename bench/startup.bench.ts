@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -12,9 +12,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
  * Prints one JSON document on stdout; progress on stderr.
  *
  * Subjects (BENCH_STARTUP_SUBJECTS, comma list; default `npm-start,bare-pglite`):
- * - `npm-start`: `npm start` exactly as a person types it (its prestart, build check and flags);
- *   the memory is that of the Flostra node process under npm (npm's own process is reported
- *   apart, as `npmRssMb`);
+ * - `npm-start`: `npm start` exactly as a person types it (its prestart, build check and flags),
+ *   on sources already built (the bench runs the build check once before it measures); the
+ *   memory is that of the Flostra node process under npm (npm's own process is reported apart,
+ *   as `npmRssMb`);
  * - `node`: `node dist/src/main.js`;
  * - `node-semi64`: `node --min-semi-space-size=64 --max-semi-space-size=64 dist/src/main.js`;
  * - `bare-pglite`: a node process that only opens PGlite on `<dataDir>/pgdata` with PGlite's
@@ -332,6 +333,12 @@ async function main(): Promise<void> {
   if (!existsSync(join(root, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: build first');
   if (SUBJECTS.includes('baseline-npm-start') && (BASELINE === null || !existsSync(join(BASELINE, 'package.json')))) {
     throw new Error('baseline-npm-start needs BENCH_STARTUP_BASELINE: a checkout with its node_modules');
+  }
+  if (SUBJECTS.includes('npm-start')) {
+    // What is measured is a start without changes: whatever built dist/, npm start's own build
+    // check must find it current before the first measured run.
+    const check = spawnSync(process.execPath, ['scripts/build-if-stale.mjs'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    if (check.status !== 0) throw new Error(`scripts/build-if-stale.mjs failed (${check.status ?? check.error?.message})`);
   }
 
   const scratch = mkdtempSync(join(tmpdir(), 'flostra-bench-startup-'));
