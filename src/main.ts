@@ -55,8 +55,8 @@ async function main(): Promise<void> {
     await infra.close();
     process.exit(0);
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT').catch(stopFailed));
+  process.on('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
 }
 
 /**
@@ -78,8 +78,15 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
     await bus.close();
     process.exit(0);
   };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT').catch(stopFailed));
+  process.once('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
+}
+
+/** A shutdown that throws still ends the process, with one line on what failed. */
+function stopFailed(error: unknown): void {
+  process.stderr.write(`flostra: could not stop cleanly: ${error instanceof Error ? error.message.split('\n', 1)[0] : String(error)}\n`);
+  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  process.exit(1);
 }
 
 main().catch((error: unknown) => {
