@@ -5,27 +5,23 @@ import { createWorker } from './worker/runtime/create-worker.js';
 import type { WorkerService } from './worker/runtime/worker.service.js';
 import { systemClock } from './core/clock.port.js';
 import { randomIds } from './core/ids.js';
-import { createLogger, type Logger } from './core/logger.js';
+import { createLogger, quietUntilStarted, type Logger } from './core/logger.js';
 import { loadTokens } from './auth/tokens.loader.js';
 import { createApp } from './app/create-app.js';
 import { openInfrastructure } from './app/infrastructure.js';
 import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
 import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
-import { printBanner } from './app/banner.js';
+import { describeStartFailure, printBanner } from './app/banner.js';
+
+/** Known once the configuration is: a failure to write there or to listen is then told as such. */
+let configForErrors: { dataDir?: string; host?: string } = {};
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`flostra: invalid configuration: ${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
-  const logger = createLogger({ level: config.logLevel });
-  if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger);
+  const config = loadConfig();
+  configForErrors = { dataDir: config.dataDir, host: config.host };
+  // Until the banner, progress records are debug: a person sees the banner first.
+  const { logger, started } = quietUntilStarted(createLogger({ level: config.logLevel }));
+  if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started);
   const { registry, devTokens } = await loadTokens(config);
   const infra = await openInfrastructure(config, logger);
   const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, bus: infra.bus, clock: systemClock, ids: randomIds, logger, registry });
@@ -49,6 +45,7 @@ async function main(): Promise<void> {
     await worker.start();
   }
   printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
+  started();
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -60,15 +57,15 @@ async function main(): Promise<void> {
     await infra.close();
     process.exit(0);
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT').catch(stopFailed));
+  process.on('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
 }
 
 /**
  * `FLOSTRA_ROLES=worker` (`npm run worker`): no store and no HTTP server of its own; the worker
  * talks to the api over HTTP and to Kafka only.
  */
-async function runWorkerOnly(config: AppConfig, logger: Logger): Promise<void> {
+async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => void): Promise<void> {
   if (!config.apiUrl || !config.workerToken || !config.kafkaBrokers) {
     throw new ConfigError('FLOSTRA_API_URL, FLOSTRA_WORKER_TOKEN, KAFKA_BROKERS: all required for a worker-only process', ['FLOSTRA_API_URL', 'FLOSTRA_WORKER_TOKEN', 'KAFKA_BROKERS']);
   }
@@ -76,17 +73,28 @@ async function runWorkerOnly(config: AppConfig, logger: Logger): Promise<void> {
   const worker = createWorker({ bus, apiUrl: config.apiUrl, token: config.workerToken, logger, concurrency: config.workerConcurrency, egressAllow: config.egressAllow });
   await worker.start();
   process.stdout.write(`Flostra worker ${worker.workerId} is consuming dispatches for ${config.apiUrl}\n`);
+  started();
   const stop = async (signal: string) => {
     logger.info('stopping', { signal });
     await worker.stop();
     await bus.close();
     process.exit(0);
   };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT').catch(stopFailed));
+  process.once('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
+}
+
+/** A shutdown that throws still ends the process, with one line on what failed. */
+function stopFailed(error: unknown): void {
+  process.stderr.write(`flostra: could not stop cleanly: ${error instanceof Error ? error.message.split('\n', 1)[0] : String(error)}\n`);
+  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  process.exit(1);
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`flostra: failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
+  const { lines, exitCode } = describeStartFailure(error, configForErrors);
+  process.stderr.write(lines.map((line) => `flostra: ${line}\n`).join(''));
+  // The stack is for whoever debugs Flostra; read from the environment, which may be what failed.
+  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  process.exit(exitCode);
 });

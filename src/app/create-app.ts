@@ -7,10 +7,13 @@ import { AppModule, type AppDependencies } from './app.module.js';
 
 /** Builds the HTTP application over already-open ports; `listen` is the caller's. */
 export async function createApp(deps: AppDependencies): Promise<NestExpressApplication> {
+  // abortOnError: false, so that a failure to build the app is thrown to the caller (main prints
+  // it as one line) instead of Nest printing it and exiting; the adapter knows not to repeat it.
+  const abortOnError = false;
   const app = await NestFactory.create<NestExpressApplication>(AppModule.register(deps), {
     bodyParser: false,
-    logger: new NestLoggerAdapter(deps.logger.child({ component: 'nest' })),
-    abortOnError: false,
+    logger: new NestLoggerAdapter(deps.logger.child({ component: 'nest' }), { abortOnError }),
+    abortOnError,
   });
   configureHttp(app, deps.config, deps.logger);
   return app;

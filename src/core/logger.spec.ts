@@ -49,14 +49,14 @@ describe('the logger', () => {
   });
 
   describe('as Nest\'s logger', () => {
-    it('keeps Nest\'s context and maps its levels', () => {
+    it('keeps Nest\'s context and maps its levels (its log, route mapping and the like, to debug)', () => {
       const { logger, records } = capture({ level: 'debug' });
       const nest = new NestLoggerAdapter(logger);
       nest.log('Mapped {/v1, GET} route', 'RouterExplorer');
       nest.verbose('details');
       nest.fatal('dying');
       expect(records()).toMatchObject([
-        { level: 'info', msg: 'Mapped {/v1, GET} route', context: 'RouterExplorer' },
+        { level: 'debug', msg: 'Mapped {/v1, GET} route', context: 'RouterExplorer' },
         { level: 'debug', msg: 'details' },
         { level: 'error', msg: 'dying', fatal: true },
       ]);

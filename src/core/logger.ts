@@ -80,14 +80,52 @@ function replacer(_key: string, value: unknown): unknown {
 }
 
 /**
+ * Start-up progress ("dispatcher started", "embedded PGlite opened") is for LOG_LEVEL=debug:
+ * until `started()`, the `info` records of the returned logger and of every child it makes are
+ * written at `debug`, so that at the default level the banner is the first thing a person sees.
+ * Warnings and errors pass unchanged; after `started()`, `info` is `info` again, for children
+ * made before as well.
+ */
+export function quietUntilStarted(logger: Logger): { logger: Logger; started(): void } {
+  const state = { starting: true };
+  const wrap = (inner: Logger): Logger => ({
+    debug: (msg, fields) => inner.debug(msg, fields),
+    info: (msg, fields) => (state.starting ? inner.debug(msg, fields) : inner.info(msg, fields)),
+    warn: (msg, fields) => inner.warn(msg, fields),
+    error: (msg, fields) => inner.error(msg, fields),
+    child: (fields) => wrap(inner.child(fields)),
+    isLevelEnabled: (level) => inner.isLevelEnabled(level === 'info' && state.starting ? 'debug' : level),
+  });
+  return { logger: wrap(logger), started: () => void (state.starting = false) };
+}
+
+export interface NestLoggerAdapterOptions {
+  /**
+   * The app was created with `abortOnError: false`: whatever Nest's ExceptionHandler reports is
+   * then also thrown to the code that called Nest, which reports it, so it is written at `debug`
+   * instead of a second time (with its stack) at `error`.
+   */
+  abortOnError?: boolean;
+}
+
+/** Nest logs these errors and also throws or rejects them to its caller (listen, getUrl). */
+const CONTEXTS_THAT_THROW = new Set(['NestApplication', 'NestApplicationContext']);
+
+/**
  * Lets Nest's own messages (bootstrap, routes, its exception handler) come out as the same
- * JSON lines: pass it as `logger` to `NestFactory.create` or to `app.useLogger`.
+ * JSON lines: pass it as `logger` to `NestFactory.create` or to `app.useLogger`. Nest's `log`
+ * (module and route mapping, "application started") is chatter and goes to `debug`; its warnings
+ * and errors keep their level, except errors Nest throws to its caller as well (see
+ * `NestLoggerAdapterOptions`), which that caller reports.
  */
 export class NestLoggerAdapter implements LoggerService {
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly options: NestLoggerAdapterOptions = {},
+  ) {}
 
   log(message: unknown, ...params: unknown[]): void {
-    this.emit('info', message, params);
+    this.emit('debug', message, params);
   }
 
   error(message: unknown, ...params: unknown[]): void {
@@ -110,7 +148,7 @@ export class NestLoggerAdapter implements LoggerService {
     this.emit('error', message, params, true, { fatal: true });
   }
 
-  private emit(level: LogLevel, message: unknown, params: unknown[], mayHaveStack = false, extra: LogFields = {}): void {
+  private emit(requested: LogLevel, message: unknown, params: unknown[], mayHaveStack = false, extra: LogFields = {}): void {
     // Nest passes the context (a class name) last, and for errors the stack before it.
     const rest = [...params];
     const isStack = (value: unknown): value is string => typeof value === 'string' && value.includes('\n');
@@ -120,6 +158,7 @@ export class NestLoggerAdapter implements LoggerService {
     const fields: LogFields = { ...extra, ...(context !== undefined ? { context } : {}) };
     if (stack !== undefined) fields.stack = stack;
     if (rest.length > 0) fields.params = rest;
+    const level = requested === 'error' && this.alsoThrown(context) ? 'debug' : requested;
     if (message instanceof Error) {
       this.logger[level](message.message, { ...fields, err: message });
     } else if (typeof message === 'string') {
@@ -127,5 +166,10 @@ export class NestLoggerAdapter implements LoggerService {
     } else {
       this.logger[level](String((message as { message?: unknown })?.message ?? 'nest log'), { ...fields, data: message });
     }
+  }
+
+  private alsoThrown(context: string | undefined): boolean {
+    if (context === undefined) return false;
+    return CONTEXTS_THAT_THROW.has(context) || (context === 'ExceptionHandler' && this.options.abortOnError === false);
   }
 }
