@@ -337,8 +337,8 @@ async function main(): Promise<void> {
   if (SUBJECTS.includes('npm-start')) {
     // What is measured is a start without changes: whatever built dist/, npm start's own build
     // check must find it current before the first measured run.
-    const check = spawnSync(process.execPath, ['scripts/build-if-stale.mjs'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-    if (check.status !== 0) throw new Error(`scripts/build-if-stale.mjs failed (${check.status ?? check.error?.message})`);
+    const check = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    if (check.status !== 0) throw new Error(`scripts/build.mjs --if-stale failed (${check.status ?? check.error?.message})`);
   }
 
   const scratch = mkdtempSync(join(tmpdir(), 'flostra-bench-startup-'));

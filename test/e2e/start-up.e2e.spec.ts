@@ -69,7 +69,7 @@ const lines = (text: string) => text.split('\n').filter((line) => line !== '');
 describe('npm start, as a person sees it', () => {
   beforeAll(() => {
     // Cheap when dist/ is current; builds it otherwise, so this tests the sources it sits beside.
-    const build = spawnSync(process.execPath, ['scripts/build-if-stale.mjs'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
+    const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
     if (build.status !== 0) throw new Error(`build failed (${build.error?.message ?? `exit ${build.status}`}):\n${build.stderr}${build.stdout}`);
     scratch = mkdtempSync(join(tmpdir(), 'flostra-start-up-'));
   });
