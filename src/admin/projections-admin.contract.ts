@@ -3,7 +3,7 @@ import { positionField, timestampField, uuidField } from '../http/openapi/respon
 import { defineRoute, globalRole, json } from '../http/openapi/route-contract.js';
 import { nameSchema } from '../http/validation.js';
 
-/** Contracts of ProjectionsAdminController (API.md "Admin and operations"): for the global `system-admin` role only. */
+/** Contracts of ProjectionsAdminController (docs/api.md, "Admin and health"): for the global `system-admin` role only. */
 
 const TAGS = ['Admin'];
 const versionField = z.number().int().min(1);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, json, PUBLIC } from '../http/openapi/route-contract.js';
 
-/** Contracts of HealthController (API.md "Admin and operations"): public probes. */
+/** Contracts of HealthController (docs/api.md, "Admin and health"): public probes. */
 
 const TAGS = ['Health'];
 

@@ -4,7 +4,7 @@ import { defineRoute, eventStream, workspaceRole } from '../http/openapi/route-c
 import { nameSchema, uuidSchema } from '../http/validation.js';
 import { eventsQuerySchema, positionSchema } from './live-request-schemas.js';
 
-/** Contracts of LiveController (API.md "Live events (SSE)"). */
+/** Contracts of LiveController (docs/api.md, "Live events (SSE)"). */
 
 const TAGS = ['Live events'];
 const resumeHeaders = z.object({ 'Last-Event-ID': positionSchema.optional() });

@@ -92,6 +92,8 @@ function anchorsOf(markdown: string): Set<string> {
     seen.set(base, count + 1);
     anchors.add(count === 0 ? base : `${base}-${count}`);
   }
+  // Explicit anchors, as the generated API reference writes them.
+  for (const [, id] of markdown.matchAll(/<a (?:id|name)="([^"]+)"><\/a>/g)) anchors.add(id!);
   return anchors;
 }
 

@@ -21,7 +21,7 @@ import {
   startedExecutionSchema,
 } from './execution.responses.js';
 
-/** Contracts of ExecutionsController (API.md "Executions"). */
+/** Contracts of ExecutionsController (docs/api.md, "Executions"). */
 
 const TAGS = ['Executions'];
 const executionParams = z.object({ executionId: uuidSchema });

@@ -5,7 +5,7 @@ import { workflowGraphDocumentation } from '../../workflows/infrastructure/workf
 import { claimBodySchema, completeBodySchema, heartbeatBodySchema } from '../application/request-schemas.js';
 import { claimReplySchema, completeReplySchema, heartbeatReplySchema } from './execution.responses.js';
 
-/** Contracts of WorkerProtocolController (API.md "Worker protocol"): for the global `worker` role only. */
+/** Contracts of WorkerProtocolController (docs/api.md, "Worker protocol"): for the global `worker` role only. */
 
 const TAGS = ['Worker protocol'];
 const attemptParams = z.object({ executionId: uuidSchema, attemptId: uuidSchema });

@@ -6,7 +6,7 @@ import { workflowRevisionQuerySchema } from '../application/request-schemas.js';
 import { retryPolicySchema, workflowGraphSchema } from '../domain/workflow-graph.schema.js';
 import { workflowEventSchemas } from '../domain/workflow.events.js';
 
-/** Contracts of WorkflowsController (API.md "Workflows"). */
+/** Contracts of WorkflowsController (docs/api.md, "Workflows"). */
 
 const TAGS = ['Workflows'];
 const workflowParams = z.object({ workspaceId: nameSchema, name: nameSchema });
