@@ -59,9 +59,11 @@ module.exports = {
     {
       name: 'the-worker-talks-to-the-control-plane-over-http-and-the-bus',
       severity: 'error',
-      comment: 'A worker process opens no store: it may share domain types, never the control plane\'s handlers, stores or read models.',
+      comment: "A worker process opens no store: it may share domain types, never the control plane's handlers, stores or read models.",
       from: { path: '^src/worker/', pathNot: '\\.spec\\.ts$' },
-      to: { path: '^(src/(app|event-store|postgres|projector|live|admin|ingest|watchdog|auth|http)/|src/[^/]+/(application|infrastructure)/|projections/)' },
+      to: {
+        path: '^(src/(app|event-store|postgres|projector|live|admin|ingest|watchdog|auth|http)/|src/[^/]+/(application|infrastructure)/|projections/)',
+      },
     },
     {
       name: 'application-does-not-import-controllers',

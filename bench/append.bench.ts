@@ -76,8 +76,8 @@ async function cells(writers: number, variants: Operation[]): Promise<Figures[]>
   for (let round = 0; round < ROUNDS; round++) {
     for (const [index, operation] of variants.entries()) {
       const sample = await measure(writers, CELL_MS / ROUNDS, operation);
-      samples[index]!.latencies.push(...sample.latencies);
-      samples[index]!.elapsedMs += sample.elapsedMs;
+      samples[index].latencies.push(...sample.latencies);
+      samples[index].elapsedMs += sample.elapsedMs;
     }
   }
   return samples.map(figures);
@@ -86,7 +86,12 @@ async function cells(writers: number, variants: Operation[]): Promise<Figures[]>
 function figures({ latencies, elapsedMs }: Sample): Figures {
   latencies.sort((a, b) => a - b);
   const percentile = (p: number) => round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0, 3);
-  return { appendsPerSec: round((latencies.length / elapsedMs) * 1000, 0), p50Ms: percentile(0.5), p99Ms: percentile(0.99), operations: latencies.length };
+  return {
+    appendsPerSec: round((latencies.length / elapsedMs) * 1000, 0),
+    p50Ms: percentile(0.5),
+    p99Ms: percentile(0.99),
+    operations: latencies.length,
+  };
 }
 
 /** Each writer appends one event at a time to its own streams, at the exact expected revision. */
@@ -127,7 +132,12 @@ function viaNotifyInsideAppend(client: SqlClient): Operation {
   return storeAppends(async (streamId, expected, data) => {
     const [kind, revision] = expected === 'no_stream' ? ['no_stream', null] : ['exact', expected];
     const events = JSON.stringify([{ id: randomUUID(), type: 'BenchmarkEventAppended', data }]);
-    const { rows } = await client.query<{ conflict: boolean }>('select * from bench_append_notify($1, $2, $3, $4::jsonb)', [streamId, kind, revision, events]);
+    const { rows } = await client.query<{ conflict: boolean }>('select * from bench_append_notify($1, $2, $3, $4::jsonb)', [
+      streamId,
+      kind,
+      revision,
+      events,
+    ]);
     if (rows[0]?.conflict !== false) throw new Error(`unexpected conflict on ${streamId}`);
   });
 }
@@ -145,7 +155,11 @@ async function benchPostgres(serverUrl: string) {
     await client.query(BASELINE_TABLE);
     await client.query(NOTIFY_INSIDE_APPEND);
     log(`postgres, ${writers} writers`);
-    const [baseline, appends, notifyInside] = await cells(writers, [baselineInserts(client), viaStore(store), viaNotifyInsideAppend(client)]);
+    const [baseline, appends, notifyInside] = await cells(writers, [
+      baselineInserts(client),
+      viaStore(store),
+      viaNotifyInsideAppend(client),
+    ]);
     results.push({ writers, ...compare(appends, baseline), notifyInsideAppend: compare(notifyInside, baseline) });
     await store.close();
     await client.close();

@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 
 /** Jiffies of every process on the machine (user + system), from /proc/stat. */
 export function machineCpuSeconds(): number {
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
   return (user + nice + system + irq + softirq) / 100;
 }
@@ -16,13 +16,17 @@ const clientAgent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 export function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent: clientAgent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { method: 'POST', agent: clientAgent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', (error: NodeJS.ErrnoException) => {
       // A kept-alive connection the server closed as idle just as this request went out on
       // it: the server never read the request, so sending it again on a fresh one is safe.
@@ -46,7 +50,8 @@ function nonNegativeSeconds(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds < 0) throw new Error(`${name} must be a number of seconds, 0 or more; got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(seconds) || seconds < 0)
+    throw new Error(`${name} must be a number of seconds, 0 or more; got ${JSON.stringify(raw)}`);
   return seconds;
 }
 

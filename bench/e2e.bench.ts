@@ -67,7 +67,17 @@ async function openStack(mode: string): Promise<Stack> {
     const sql = await PgliteSqlClient.open();
     const store = await PostgresEventStore.open(sql);
     const bus = new InProcessBus();
-    return { store, sql, bus, brokers: [], close: async () => { await bus.close(); await store.close(); await sql.close(); } };
+    return {
+      store,
+      sql,
+      bus,
+      brokers: [],
+      close: async () => {
+        await bus.close();
+        await store.close();
+        await sql.close();
+      },
+    };
   }
   const postgres = await startPostgresServer();
   const kafka = await startKafkaBroker({ reuseExisting: false });
@@ -75,7 +85,11 @@ async function openStack(mode: string): Promise<Stack> {
   const sql = new PgSqlClient({ connectionString: url, max: 20 });
   const store = await PostgresEventStore.open(sql);
   // Kafka's warnings go with the progress lines: stdout carries the JSON report only.
-  const bus = new KafkaBus({ brokers: kafka.brokers, clientId: 'bench', logger: createLogger({ level: 'warn', write: (line) => void process.stderr.write(`${line}\n`) }) });
+  const bus = new KafkaBus({
+    brokers: kafka.brokers,
+    clientId: 'bench',
+    logger: createLogger({ level: 'warn', write: (line) => void process.stderr.write(`${line}\n`) }),
+  });
   return {
     store,
     sql,
@@ -97,7 +111,16 @@ async function runMode(mode: string) {
   const logger = createLogger({ level: 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent' });
   const registry = new TokenRegistry([{ token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] }]);
-  const app = await createApp({ config, store: stack.store, readModelSql: stack.sql, bus: stack.bus, clock: systemClock, ids: randomIds, logger, registry });
+  const app = await createApp({
+    config,
+    store: stack.store,
+    readModelSql: stack.sql,
+    bus: stack.bus,
+    clock: systemClock,
+    ids: randomIds,
+    logger,
+    registry,
+  });
   await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
   const worker = mode === 'split' ? await startWorkerProcess(url, stack.brokers) : await startInProcessWorker(stack.bus, url, logger);
@@ -117,7 +140,9 @@ async function runMode(mode: string) {
         waiters.delete(id);
       }
     }
-  })().catch((error: unknown) => { if (!abort.signal.aborted) log(`subscription failed: ${String(error)}`); });
+  })().catch((error: unknown) => {
+    if (!abort.signal.aborted) log(`subscription failed: ${String(error)}`);
+  });
 
   async function oneExecution(): Promise<number> {
     const started = performance.now();
@@ -126,7 +151,10 @@ async function runMode(mode: string) {
     const { executionId } = JSON.parse(response.body) as { executionId: string };
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`execution ${executionId} did not finish in 60 s`)), 60_000);
-      waiters.set(executionId, () => { clearTimeout(timer); resolve(); });
+      waiters.set(executionId, () => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
     return performance.now() - started;
   }
@@ -169,7 +197,8 @@ async function runMode(mode: string) {
 const STACKS: Record<string, string> = {
   embedded: 'PGlite (in memory) + in-process bus, one process',
   full: 'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog+worker in one Node process',
-  split: 'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog in one Node process, the worker in another',
+  split:
+    'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog in one Node process, the worker in another',
 };
 
 interface BenchWorker {
@@ -217,7 +246,7 @@ async function startWorkerProcess(apiUrl: string, brokers: string[]): Promise<Be
   const pid = child.pid!;
   return {
     cpuSeconds: () => {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
       return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
     },
     stop: async () => {

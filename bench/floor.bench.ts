@@ -63,7 +63,7 @@ class Batcher<T, R> {
       this.queue = [];
       try {
         const results = await this.flush(batch.map((entry) => entry.item));
-        batch.forEach((entry, index) => entry.resolve(results[index]!));
+        batch.forEach((entry, index) => entry.resolve(results[index]));
       } catch (error) {
         for (const entry of batch) entry.reject(error);
       }
@@ -87,7 +87,15 @@ async function main() {
   const url = await createTestDatabase('bench_floor', postgres.url);
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   await pool.query(SCHEMA);
-  const diamond = { nodes: ['a', 'b', 'c', 'd'].map((id) => ({ id, type: 'noop' })), edges: [['a', 'b'], ['a', 'c'], ['b', 'd'], ['c', 'd']] };
+  const diamond = {
+    nodes: ['a', 'b', 'c', 'd'].map((id) => ({ id, type: 'noop' })),
+    edges: [
+      ['a', 'b'],
+      ['a', 'c'],
+      ['b', 'd'],
+      ['c', 'd'],
+    ],
+  };
   await pool.query('insert into workflows values ($1, $2)', ['diamond', JSON.stringify(diamond)]);
 
   // Appends: one statement for every append made while the previous one was out.
@@ -99,7 +107,7 @@ async function main() {
       values: [rows.map((r) => r.stream), rows.map((r) => r.rev), rows.map((r) => r.type), rows.map((r) => r.data)],
     });
     let index = 0;
-    return appends.map((append) => Number(result.rows[(index += append.length) - 1]!.position));
+    return appends.map((append) => Number(result.rows[(index += append.length) - 1].position));
   });
 
   // The projector: one statement per gathered batch (documents, timeline rows, checkpoint).
@@ -110,7 +118,7 @@ async function main() {
     for (const { rows, position: last } of batches) {
       for (const [index, row] of rows.entries()) {
         const id = row.stream;
-        const doc = documents.get(id) ?? { id, status: 'running', nodes: {} as Record<string, unknown>, events: [] as unknown[] };
+        const doc = documents.get(id) ?? { id, status: 'running', nodes: {}, events: [] as unknown[] };
         (doc.events as unknown[]).push({ type: row.type, at: new Date().toISOString(), data: JSON.parse(row.data) as unknown });
         if (row.type === 'ExecutionSucceeded') doc.status = 'succeeded';
         documents.set(id, doc);
@@ -150,9 +158,20 @@ async function main() {
   const kafka = new Kafka({ clientId: 'floor', brokers: kafkaBroker.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: 'floor.dispatch', numPartitions: 4 }, { topic: 'floor.results', numPartitions: 4 }], waitForLeaders: true });
+  await admin.createTopics({
+    topics: [
+      { topic: 'floor.dispatch', numPartitions: 4 },
+      { topic: 'floor.results', numPartitions: 4 },
+    ],
+    waitForLeaders: true,
+  });
   await admin.disconnect();
-  const producer: Producer = kafka.producer({ idempotent: false, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer: Producer = kafka.producer({
+    idempotent: false,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
   await producer.connect();
   const publisher = new Batcher<{ topic: string; key: string; value: string }, void>(async (messages) => {
     const byTopic = new Map<string, { key: string; value: string }[]>();
@@ -171,7 +190,9 @@ async function main() {
       partitionsConsumedConcurrently: 4,
       eachBatch: async ({ batch }) => {
         for (const message of batch.messages) {
-          void handle(JSON.parse(message.value!.toString()) as Record<string, unknown>).catch((error: unknown) => log(`${topic} handler failed: ${String(error)}`));
+          void handle(JSON.parse(message.value!.toString()) as Record<string, unknown>).catch((error: unknown) =>
+            log(`${topic} handler failed: ${String(error)}`),
+          );
         }
       },
     });
@@ -189,19 +210,39 @@ async function main() {
       void (async () => {
         const input = JSON.parse(body || '{}') as Record<string, string>;
         if (req.url === '/start') {
-          const workflow = await pool.query({ name: 'workflow', text: 'select definition from workflows where name = $1', values: ['diamond'] });
+          const workflow = await pool.query({
+            name: 'workflow',
+            text: 'select definition from workflows where name = $1',
+            values: ['diamond'],
+          });
           const id = randomUUID();
           const attemptId = randomUUID();
           await append([
-            { stream: id, rev: 0, type: 'ExecutionStarted', data: JSON.stringify({ workflow: workflow.rows[0].definition as unknown, input }) },
+            {
+              stream: id,
+              rev: 0,
+              type: 'ExecutionStarted',
+              data: JSON.stringify({ workflow: workflow.rows[0].definition as unknown, input }),
+            },
             { stream: id, rev: 1, type: 'AttemptScheduled', data: JSON.stringify({ attemptId, number: 1 }) },
           ]);
           // As from the log: the start's answer does not wait for the dispatch.
-          void publisher.submit({ topic: 'floor.dispatch', key: id, value: JSON.stringify({ executionId: id, attemptId }) }).catch((error: unknown) => log(`dispatch failed: ${String(error)}`));
+          void publisher
+            .submit({ topic: 'floor.dispatch', key: id, value: JSON.stringify({ executionId: id, attemptId }) })
+            .catch((error: unknown) => log(`dispatch failed: ${String(error)}`));
           res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ executionId: id }));
         } else {
-          await append([{ stream: input.executionId!, rev: 2, type: 'AttemptClaimed', data: JSON.stringify({ attemptId: input.attemptId, workerId: 'w1', fencingToken: 1 }) }]);
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ fencingToken: 1, leaseExpiresAt: new Date(Date.now() + 30_000).toISOString() }));
+          await append([
+            {
+              stream: input.executionId,
+              rev: 2,
+              type: 'AttemptClaimed',
+              data: JSON.stringify({ attemptId: input.attemptId, workerId: 'w1', fencingToken: 1 }),
+            },
+          ]);
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ fencingToken: 1, leaseExpiresAt: new Date(Date.now() + 30_000).toISOString() }));
         }
       })().catch((error: unknown) => res.writeHead(500).end(String(error)));
     });
@@ -218,7 +259,11 @@ async function main() {
   const workerConsumer = await consume('floor.dispatch', async (dispatch) => {
     await postJson('/claim', dispatch);
     const results = ['a', 'b', 'c', 'd'].map((nodeId) => ({ nodeId, output: {} }));
-    await publisher.submit({ topic: 'floor.results', key: dispatch.executionId as string, value: JSON.stringify({ ...dispatch, results }) });
+    await publisher.submit({
+      topic: 'floor.results',
+      key: dispatch.executionId as string,
+      value: JSON.stringify({ ...dispatch, results }),
+    });
   });
   // The ingestor: the ten result events in one append.
   const ingestorConsumer = await consume('floor.results', async (message) => {
@@ -240,7 +285,10 @@ async function main() {
     const { executionId } = JSON.parse(await postJson('/start', { input: {} })) as { executionId: string };
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`execution ${executionId} did not finish in 60 s`)), 60_000);
-      waiters.set(executionId, () => { clearTimeout(timer); resolve(); });
+      waiters.set(executionId, () => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
     return performance.now() - started;
   }
@@ -271,7 +319,8 @@ async function main() {
   await postgres.stop();
   process.stdout.write(
     JSON.stringify({
-      benchmark: 'the crossings of bench:e2e full mode without Flostra: node:http, pg, kafkajs on the same real Postgres and Kafka, closed loop',
+      benchmark:
+        'the crossings of bench:e2e full mode without Flostra: node:http, pg, kafkajs on the same real Postgres and Kafka, closed loop',
       secondsPerCell: SECONDS,
       warmUpSeconds: { stackAt16: STACK_WARMUP_SECONDS, eachCell: WARMUP_SECONDS },
       machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },

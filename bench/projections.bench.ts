@@ -40,27 +40,67 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await work(items[next++]);
+    }),
+  );
 }
 
 /** 20 events of one successful execution of a five-node chain, in two appends (like two commands' worth). */
 function executionHistory(executionId: string, t: number): [EventToAppend[], EventToAppend[]] {
   const at = (ms: number) => new Date(t + ms).toISOString();
   const attemptId = randomUUID();
-  const graph = { nodes: NODES.map((id) => ({ id, type: 'noop' })), edges: NODES.slice(1).map((to, i) => ({ from: NODES[i]!, to })), retry: { maxAttempts: 1, initialIntervalMs: 0, backoffCoefficient: 1, maxIntervalMs: 0, nonRetryable: [] }, timeouts: { queueMs: 60_000, leaseMs: 30_000, executionMs: 3_600_000 } };
+  const graph = {
+    nodes: NODES.map((id) => ({ id, type: 'noop' })),
+    edges: NODES.slice(1).map((to, i) => ({ from: NODES[i], to })),
+    retry: { maxAttempts: 1, initialIntervalMs: 0, backoffCoefficient: 1, maxIntervalMs: 0, nonRetryable: [] },
+    timeouts: { queueMs: 60_000, leaseMs: 30_000, executionMs: 3_600_000 },
+  };
   const workspaceId = `ws-${executionId.charCodeAt(0) % 8}`;
-  const e = (type: string, data: object): EventToAppend => ({ id: randomUUID(), type, data, metadata: { schemaVersion: EXECUTION_SCHEMA_VERSION, workspaceId, executionId } });
-  const node = (id: string, ms: number) => [e('NodeStarted', { attemptId, nodeId: id, at: at(ms) }), e('NodeSucceeded', { attemptId, nodeId: id, output: { rows: ms }, at: at(ms + 5) })];
+  const e = (type: string, data: object): EventToAppend => ({
+    id: randomUUID(),
+    type,
+    data,
+    metadata: { schemaVersion: EXECUTION_SCHEMA_VERSION, workspaceId, executionId },
+  });
+  const node = (id: string, ms: number) => [
+    e('NodeStarted', { attemptId, nodeId: id, at: at(ms) }),
+    e('NodeSucceeded', { attemptId, nodeId: id, output: { rows: ms }, at: at(ms + 5) }),
+  ];
   const extend = (ms: number) => e('LeaseExtended', { attemptId, leaseExpiresAt: at(ms + 30_000), extendedAt: at(ms) });
   const events = [
-    e('ExecutionStarted', { executionId, workspaceId, workflow: { workflowId: randomUUID(), name: `flow-${executionId.charCodeAt(1) % 4}`, revision: 1, digest: 'sha256:bench', graph }, input: { t }, idempotency: null, startedBy: 'bench', startedAt: at(0) }),
-    e('AttemptScheduled', { attemptId, attemptNumber: 1, reason: 'start', notBefore: at(0), queueDeadline: at(60_000), scheduledAt: at(0) }),
+    e('ExecutionStarted', {
+      executionId,
+      workspaceId,
+      workflow: { workflowId: randomUUID(), name: `flow-${executionId.charCodeAt(1) % 4}`, revision: 1, digest: 'sha256:bench', graph },
+      input: { t },
+      idempotency: null,
+      startedBy: 'bench',
+      startedAt: at(0),
+    }),
+    e('AttemptScheduled', {
+      attemptId,
+      attemptNumber: 1,
+      reason: 'start',
+      notBefore: at(0),
+      queueDeadline: at(60_000),
+      scheduledAt: at(0),
+    }),
     e('AttemptClaimed', { attemptId, workerId: 'bench-worker', fencingToken: 1, leaseExpiresAt: at(30_010), claimedAt: at(10) }),
-    ...node('a', 20), extend(30), ...node('b', 40), extend(50), e('NodeStarted', { attemptId, nodeId: 'c', at: at(60) }),
-    e('NodeSucceeded', { attemptId, nodeId: 'c', output: { rows: 60 }, at: at(65) }), extend(70), ...node('d', 80), extend(90), ...node('e', 100), extend(110),
-    e('AttemptSucceeded', { attemptId, output: { ok: true }, at: at(120) }), e('ExecutionSucceeded', { output: { ok: true }, at: at(120) }),
+    ...node('a', 20),
+    extend(30),
+    ...node('b', 40),
+    extend(50),
+    e('NodeStarted', { attemptId, nodeId: 'c', at: at(60) }),
+    e('NodeSucceeded', { attemptId, nodeId: 'c', output: { rows: 60 }, at: at(65) }),
+    extend(70),
+    ...node('d', 80),
+    extend(90),
+    ...node('e', 100),
+    extend(110),
+    e('AttemptSucceeded', { attemptId, output: { ok: true }, at: at(120) }),
+    e('ExecutionSucceeded', { output: { ok: true }, at: at(120) }),
   ];
   return [events.slice(0, 10), events.slice(10)];
 }
@@ -99,15 +139,24 @@ async function benchBuilds(url: string) {
   const signals = new ProjectionSignals(sql);
   const switches = new Map<string, number>();
   const afterCommit = (info: BatchInfo) => void (info.switched && switches.set(info.name, performance.now()));
-  const projector = new Projector({ sql, store, definitions: PROJECTION_DEFINITIONS, signals, logger, options: { liveBatchSize: BATCH_SIZE, rebuildBatchSize: BATCH_SIZE, hooks: { afterCommit } } });
+  const projector = new Projector({
+    sql,
+    store,
+    definitions: PROJECTION_DEFINITIONS,
+    signals,
+    logger,
+    options: { liveBatchSize: BATCH_SIZE, rebuildBatchSize: BATCH_SIZE, hooks: { afterCommit } },
+  });
   log('initial build of both read models');
   let t0 = performance.now();
   projector.start();
   const initial: Record<string, number> = {};
-  await Promise.all(PROJECTION_DEFINITIONS.map(async ({ name }) => {
-    await waitFor(async () => ((await liveCheckpoint(sql, name)) ?? '') >= head);
-    initial[name] = (performance.now() - t0) / 1000;
-  }));
+  await Promise.all(
+    PROJECTION_DEFINITIONS.map(async ({ name }) => {
+      await waitFor(async () => ((await liveCheckpoint(sql, name)) ?? '') >= head);
+      initial[name] = (performance.now() - t0) / 1000;
+    }),
+  );
   const rebuilds: Record<string, object> = {};
   for (const definition of PROJECTION_DEFINITIONS) {
     log(`rebuild of ${definition.name}`);
@@ -123,7 +172,9 @@ async function benchBuilds(url: string) {
   await signals.close();
   await store.close();
   await sql.close();
-  const initialBuild = Object.fromEntries(Object.entries(initial).map(([name, s]) => [name, { seconds: round(s, 1), eventsPerSec: round(generated.events / s) }]));
+  const initialBuild = Object.fromEntries(
+    Object.entries(initial).map(([name, s]) => [name, { seconds: round(s, 1), eventsPerSec: round(generated.events / s) }]),
+  );
   return { generated, batchSize: BATCH_SIZE, initialBuildBothAtOnce: initialBuild, rebuildOneAtATimeWhileOtherLive: rebuilds };
 }
 
@@ -136,42 +187,58 @@ async function benchLag(url: string) {
     { token: 'bench-worker-token-0001', subject: 'worker', workspaces: {}, global: ['worker'] },
   ];
   const config = loadConfig({ LOG_LEVEL: 'silent', FLOSTRA_ROLES: 'api,projector' });
-  const app = await createApp({ config, store, readModelSql: sql, bus: new InProcessBus(), clock: systemClock, ids: randomIds, logger, registry: new TokenRegistry(tokens) });
+  const app = await createApp({
+    config,
+    store,
+    readModelSql: sql,
+    bus: new InProcessBus(),
+    clock: systemClock,
+    ids: randomIds,
+    logger,
+    registry: new TokenRegistry(tokens),
+  });
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
   const call = async (method: string, path: string, token: string, body?: object) => {
-    const res = await fetch(base + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
+    const res = await fetch(base + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body && JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as any };
   };
-  await call('PUT', '/v1/workspaces/bench/workflows/chain', tokens[0]!.token, { nodes: [{ id: 'a', type: 'noop' }], edges: [] });
+  await call('PUT', '/v1/workspaces/bench/workflows/chain', tokens[0].token, { nodes: [{ id: 'a', type: 'noop' }], edges: [] });
   const commits: Record<string, [number, string][]> = { executions: [], timeline: [] };
-  for (const name of Object.keys(commits)) app.get(ProjectionSignals).on(name, (p) => void (p !== null && commits[name]!.push([performance.now(), p])));
+  for (const name of Object.keys(commits))
+    app.get(ProjectionSignals).on(name, (p) => void (p !== null && commits[name].push([performance.now(), p])));
   const acknowledged: [number, string][] = [];
   const adminSamples: { events: number; seconds: number }[] = [];
   let running = true;
   const ack = (res: { body: { position?: string } }) => res.body.position && acknowledged.push([performance.now(), res.body.position]);
   const sampler = (async () => {
     while (running) {
-      const status = await call('GET', '/v1/admin/projections', tokens[0]!.token);
+      const status = await call('GET', '/v1/admin/projections', tokens[0].token);
       for (const p of status.body.projections) adminSamples.push({ events: p.lag.events, seconds: p.lag.seconds });
       await sleep(1_000);
     }
   })();
   const started = performance.now();
   let executions = 0;
-  await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
-    while (performance.now() - started < LOAD_MS) {
-      const start = await call('POST', '/v1/workspaces/bench/workflows/chain/executions', tokens[0]!.token, {});
-      ack(start);
-      const view = await call('GET', `/v1/executions/${start.body.executionId}?minPosition=${start.body.position}`, tokens[0]!.token);
-      const path = `/v1/executions/${start.body.executionId}/attempts/${view.body.attempts[0].attemptId}`;
-      const claim = await call('POST', `${path}/claim`, tokens[1]!.token, { workerId: `w${c}` });
-      const fence = { workerId: `w${c}`, fencingToken: claim.body.fencingToken };
-      ack(await call('POST', `${path}/heartbeat`, tokens[1]!.token, fence));
-      ack(await call('POST', `${path}/complete`, tokens[1]!.token, { ...fence, outcome: 'succeeded', output: { c } }));
-      executions++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      while (performance.now() - started < LOAD_MS) {
+        const start = await call('POST', '/v1/workspaces/bench/workflows/chain/executions', tokens[0].token, {});
+        ack(start);
+        const view = await call('GET', `/v1/executions/${start.body.executionId}?minPosition=${start.body.position}`, tokens[0].token);
+        const path = `/v1/executions/${start.body.executionId}/attempts/${view.body.attempts[0].attemptId}`;
+        const claim = await call('POST', `${path}/claim`, tokens[1].token, { workerId: `w${c}` });
+        const fence = { workerId: `w${c}`, fencingToken: claim.body.fencingToken };
+        ack(await call('POST', `${path}/heartbeat`, tokens[1].token, fence));
+        ack(await call('POST', `${path}/complete`, tokens[1].token, { ...fence, outcome: 'succeeded', output: { c } }));
+        executions++;
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   await sleep(1_000);
   running = false;
@@ -180,14 +247,24 @@ async function benchLag(url: string) {
   await store.close();
   await sql.close();
   const lagOf = (name: string) => {
-    const lags = acknowledged.map(([t, position]) => Math.max(0, (commits[name]!.find(([, p]) => p >= position)?.[0] ?? Infinity) - t)).sort((a, b) => a - b);
-    const at = (q: number) => round(lags[Math.min(lags.length - 1, Math.floor(q * lags.length))]!, 1);
+    const lags = acknowledged
+      .map(([t, position]) => Math.max(0, (commits[name].find(([, p]) => p >= position)?.[0] ?? Infinity) - t))
+      .sort((a, b) => a - b);
+    const at = (q: number) => round(lags[Math.min(lags.length - 1, Math.floor(q * lags.length))], 1);
     return { p50Ms: at(0.5), p95Ms: at(0.95), p99Ms: at(0.99), maxMs: at(1) };
   };
   return {
-    clients: CLIENTS, seconds: round(seconds, 1), executions, executionsPerSec: round(executions / seconds, 1), acknowledgedWrites: acknowledged.length,
+    clients: CLIENTS,
+    seconds: round(seconds, 1),
+    executions,
+    executionsPerSec: round(executions / seconds, 1),
+    acknowledgedWrites: acknowledged.length,
     lagAfterResponse: { executions: lagOf('executions'), timeline: lagOf('timeline') },
-    adminLag: { maxEvents: Math.max(...adminSamples.map((s) => s.events)), maxSeconds: Math.max(...adminSamples.map((s) => s.seconds)), samples: adminSamples.length },
+    adminLag: {
+      maxEvents: Math.max(...adminSamples.map((s) => s.events)),
+      maxSeconds: Math.max(...adminSamples.map((s) => s.seconds)),
+      samples: adminSamples.length,
+    },
   };
 }
 
@@ -200,8 +277,17 @@ async function main(): Promise<void> {
     const facts = new PgSqlClient({ connectionString: server.url, max: 1 });
     const { rows } = await facts.query<{ version: string }>(`select current_setting('server_version') as version`);
     await facts.close();
-    const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: round(totalmem() / 2 ** 30, 1), node: process.version, postgres: rows[0]?.version, loadAverage1m: round(loadavg()[0]!, 1) };
-    process.stdout.write(`${JSON.stringify({ benchmark: 'projector build/rebuild speed and steady lag', machine, builds, lag }, null, 2)}\n`);
+    const machine = {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      memoryGb: round(totalmem() / 2 ** 30, 1),
+      node: process.version,
+      postgres: rows[0]?.version,
+      loadAverage1m: round(loadavg()[0], 1),
+    };
+    process.stdout.write(
+      `${JSON.stringify({ benchmark: 'projector build/rebuild speed and steady lag', machine, builds, lag }, null, 2)}\n`,
+    );
   } finally {
     await server.stop();
   }

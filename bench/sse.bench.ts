@@ -48,7 +48,9 @@ function openClient(url: string, onId: (id: string, at: number) => void): Promis
   const { hostname, port, pathname } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect({ host: hostname, port: Number(port), noDelay: true }, () => {
-      socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${TOKENS.viewerA}\r\nAccept: text/event-stream\r\n\r\n`);
+      socket.write(
+        `GET ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${TOKENS.viewerA}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
     });
     let pending = '';
     let opened = false;
@@ -57,7 +59,7 @@ function openClient(url: string, onId: (id: string, at: number) => void): Promis
       const lines = (pending + chunk.toString('latin1')).split('\n');
       pending = lines.pop()!;
       if (!opened) {
-        if (!lines[0]!.startsWith('HTTP/1.1 200')) return reject(new Error(`SSE answered ${lines[0]}`));
+        if (!lines[0].startsWith('HTTP/1.1 200')) return reject(new Error(`SSE answered ${lines[0]}`));
         opened = true;
         resolve(() => socket.destroy());
       }
@@ -67,13 +69,23 @@ function openClient(url: string, onId: (id: string, at: number) => void): Promis
   });
 }
 
-async function send(method: 'PUT' | 'POST', base: string, path: string, token: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(base + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function send(
+  method: 'PUT' | 'POST',
+  base: string,
+  path: string,
+  token: string,
+  body: unknown,
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json() };
 }
 
 function percentile(sorted: number[], p: number): number {
-  return sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 10) / 10;
+  return sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] * 10) / 10;
 }
 
 /** Latency of every (event, client) pair, plus where it goes: the pipeline or the fan-out. */
@@ -101,7 +113,12 @@ function summarize(sent: Map<string, number>, arrivals: Map<string, number[]>) {
     deliveries: latencies.length,
     missingDeliveries: missing,
     deliveredBeforeResponse: beforeResponse,
-    latencyMs: { p50: percentile(latencies, 0.5), p90: percentile(latencies, 0.9), p99: percentile(latencies, 0.99), max: percentile(latencies, 1) },
+    latencyMs: {
+      p50: percentile(latencies, 0.5),
+      p90: percentile(latencies, 0.9),
+      p99: percentile(latencies, 0.99),
+      max: percentile(latencies, 1),
+    },
     firstClientLatencyMs: { p50: percentile(firsts, 0.5), p99: percentile(firsts, 0.99) },
     firstToLastClientMs: { p50: percentile(spreads, 0.5), p99: percentile(spreads, 0.99) },
   };
@@ -123,7 +140,10 @@ async function main(): Promise<void> {
   }, DEADLINE_MS);
   try {
     const { url } = await new Promise<{ url: string }>((resolve) => child.once('message', (m) => resolve(m as { url: string })));
-    const published = await send('PUT', url, '/v1/workspaces/ws-a/workflows/bench', TOKENS.adminA, { nodes: [{ id: 'a', type: 'noop' }], edges: [] });
+    const published = await send('PUT', url, '/v1/workspaces/ws-a/workflows/bench', TOKENS.adminA, {
+      nodes: [{ id: 'a', type: 'noop' }],
+      edges: [],
+    });
     if (published.status >= 300) throw new Error(`publish failed: ${JSON.stringify(published.body)}`);
     const arrivals = new Map<string, number[]>();
     const openAll = async (clients = CLIENTS) => {
@@ -134,7 +154,8 @@ async function main(): Promise<void> {
             const times = arrivals.get(id);
             if (times === undefined) arrivals.set(id, [at]);
             else times.push(at);
-          }));
+          }),
+        );
         closers.push(...(await Promise.all(batch)));
       }
       return closers;
@@ -187,7 +208,10 @@ async function main(): Promise<void> {
     const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
     const result = {
       benchmark: 'sse-fan-out',
-      store: STORE === 'pglite' ? 'embedded PGlite (in memory), app in one child process' : 'real PostgreSQL (Debian packages), app in one child process',
+      store:
+        STORE === 'pglite'
+          ? 'embedded PGlite (in memory), app in one child process'
+          : 'real PostgreSQL (Debian packages), app in one child process',
       clients: CLIENTS,
       stream: 'GET /v1/workspaces/ws-a/events (every event to every client)',
       startsPerSec: RATE,

@@ -57,7 +57,10 @@ const BASELINE = process.env.BENCH_STARTUP_BASELINE ? resolve(process.env.BENCH_
 const log = (message: string) => process.stderr.write(`[bench:startup] ${message}\n`);
 
 function list(name: string, fallback: string): string[] {
-  return (process.env[name] ?? fallback).split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return (process.env[name] ?? fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 function positiveInteger(name: string, fallback: number): number {
@@ -245,7 +248,14 @@ function launch(subject: Subject, dataDir: string, port: number, probeDir: strin
   }
 }
 
-async function runOnce(subject: Subject, kase: Case, round: number, dataDir: string, probeDir: string, probeUrl: string): Promise<RunResult> {
+async function runOnce(
+  subject: Subject,
+  kase: Case,
+  round: number,
+  dataDir: string,
+  probeDir: string,
+  probeUrl: string,
+): Promise<RunResult> {
   const port = await freePort();
   let stdout = '';
   let stderr = '';
@@ -256,7 +266,8 @@ async function runOnce(subject: Subject, kase: Case, round: number, dataDir: str
   let exitCode: number | null | undefined;
   let exitSignal: string | null = null;
   const exited = new Promise<void>((r) => child.once('exit', (code, signal) => ((exitCode = code), (exitSignal = signal), r())));
-  const fail = (why: string) => new Error(`${subject} (${kase}, round ${round}): ${why}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`);
+  const fail = (why: string) =>
+    new Error(`${subject} (${kase}, round ${round}): ${why}\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`);
 
   let readyMs = NaN;
   while (Number.isNaN(readyMs)) {
@@ -294,9 +305,13 @@ async function runOnce(subject: Subject, kase: Case, round: number, dataDir: str
   const stopMs = Math.round(performance.now() - stopBegan);
 
   const bannerAt = stdout.indexOf('Flostra is listening on');
-  const logLinesBeforeBanner = subject === 'bare-pglite' || bannerAt < 0
-    ? null
-    : stdout.slice(0, bannerAt).split('\n').filter((line) => line.startsWith('{')).length;
+  const logLinesBeforeBanner =
+    subject === 'bare-pglite' || bannerAt < 0
+      ? null
+      : stdout
+          .slice(0, bannerAt)
+          .split('\n')
+          .filter((line) => line.startsWith('{')).length;
 
   return {
     subject,
@@ -318,7 +333,7 @@ function median(values: number[]): number | null {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   if (sorted.length === 0) return null;
   const mid = Math.floor(sorted.length / 2);
-  const m = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const m = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   return Math.round(m * 10) / 10;
 }
 
@@ -365,7 +380,9 @@ async function main(): Promise<void> {
           // PGlite creates `pgdata` but not its parent.
           if (kase === 'fresh') mkdirSync(dataDir);
           const result = await runOnce(subject, kase, round, dataDir, probeDir, probeUrl);
-          log(`round ${round} ${kase} ${subject}: ready ${result.readyMs} ms, rss idle ${result.rssIdleMb} MB, after GC ${result.rssAfterGcMb} MB, stop ${result.stopMs} ms (${result.exitSignal ?? `exit ${result.exitCode}`})`);
+          log(
+            `round ${round} ${kase} ${subject}: ready ${result.readyMs} ms, rss idle ${result.rssIdleMb} MB, after GC ${result.rssAfterGcMb} MB, stop ${result.stopMs} ms (${result.exitSignal ?? `exit ${result.exitCode}`})`,
+          );
           runs.push(result);
           if (kase === 'fresh') rmSync(dataDir, { recursive: true, force: true });
         }
@@ -382,15 +399,18 @@ async function main(): Promise<void> {
       const mine = runs.filter((r) => r.case === kase && r.subject === subject);
       const bare = (round: number) => runs.find((r) => r.case === kase && r.subject === 'bare-pglite' && r.round === round);
       const diff = (pick: (r: RunResult) => number | null) =>
-        median(mine.map((r) => {
-          const b = bare(r.round);
-          const mineValue = pick(r);
-          const bareValue = b === undefined ? null : pick(b);
-          return mineValue === null || bareValue === null ? NaN : mineValue - bareValue;
-        }));
+        median(
+          mine.map((r) => {
+            const b = bare(r.round);
+            const mineValue = pick(r);
+            const bareValue = b === undefined ? null : pick(b);
+            return mineValue === null || bareValue === null ? NaN : mineValue - bareValue;
+          }),
+        );
       const probeMedian = (key: string) => median(mine.map((r) => Number(r.probe?.[key] ?? NaN)));
-      const afterMedian = (key: string) => median(mine.map((r) => Number((r.probe?.after as Record<string, number> | undefined)?.[key] ?? NaN)));
-      summary[kase]![subject] = {
+      const afterMedian = (key: string) =>
+        median(mine.map((r) => Number((r.probe?.after as Record<string, number> | undefined)?.[key] ?? NaN)));
+      summary[kase][subject] = {
         readyMs: median(mine.map((r) => r.readyMs)),
         readyMsRange: [Math.min(...mine.map((r) => r.readyMs)), Math.max(...mine.map((r) => r.readyMs))],
         rssIdleMb: median(mine.map((r) => r.rssIdleMb)),

@@ -51,7 +51,9 @@ export const executionEvents: ProjectionSource<ProjectedEvent> = {
 };
 
 /** The same handler for every event type (a fold, an append), still one entry per type. */
-export function sameHandlerForEveryType<Batch>(handler: (batch: Batch, event: ProjectedEvent) => void): EventHandlers<Batch, ProjectedEvent> {
+export function sameHandlerForEveryType<Batch>(
+  handler: (batch: Batch, event: ProjectedEvent) => void,
+): EventHandlers<Batch, ProjectedEvent> {
   return Object.fromEntries(EXECUTION_EVENT_TYPES.map((type) => [type, handler])) as unknown as EventHandlers<Batch, ProjectedEvent>;
 }
 
@@ -60,7 +62,10 @@ export function sameHandlerForEveryType<Batch>(handler: (batch: Batch, event: Pr
  * so those started in the batch have nothing stored yet): what `memo` remembers of them, and
  * the ids it does not, for `begin` to read.
  */
-export function recallEarlierExecutions<T>(events: readonly ProjectedEvent[], memo: BatchMemo<T>): { remembered: Map<string, T>; unknown: string[] } {
+export function recallEarlierExecutions<T>(
+  events: readonly ProjectedEvent[],
+  memo: BatchMemo<T>,
+): { remembered: Map<string, T>; unknown: string[] } {
   const startedHere = new Set(events.filter((e) => e.type === 'ExecutionStarted').map((e) => e.executionId));
   const remembered = new Map<string, T>();
   const unknown: string[] = [];

@@ -32,7 +32,10 @@ import { executionsProjection } from './executions.projection.js';
 const OTHER_EXECUTION = '0b8f4e0a-1c2d-4e5f-8a9b-000000000002';
 
 /** The row the read model must hold for these events: the write side's own fold, plus its columns. */
-function rowOf(events: ExecutionEvent[], columns: { status: string; cancel: boolean; attempts: number; ended: string | null; last: number; created?: number }) {
+function rowOf(
+  events: ExecutionEvent[],
+  columns: { status: string; cancel: boolean; attempts: number; ended: string | null; last: number; created?: number },
+) {
   const state = JSON.parse(JSON.stringify(fold(executionDecider, events))) as { executionId: string; startedAt: string; updatedAt: string };
   return {
     execution_id: state.executionId,
@@ -64,21 +67,33 @@ describe('the executions projection', () => {
   describe('when an execution starts', () => {
     it('holds one queued execution, created at the position of its start', async () => {
       const events = aQueuedExecution();
-      await spec.given(events).then({ executions: [rowOf(events, { status: 'queued', cancel: false, attempts: 1, ended: null, last: 2 })] });
+      await spec
+        .given(events)
+        .then({ executions: [rowOf(events, { status: 'queued', cancel: false, attempts: 1, ended: null, last: 2 })] });
     });
   });
 
   describe('when a worker runs it', () => {
     it('is running, with the nodes the worker reported, at the position of the last event', async () => {
-      const events = [...aRunningExecution(), nodeStarted({ nodeId: 'extract', at: 1_100 }), nodeSucceeded({ nodeId: 'extract', at: 1_200, output: { rows: 3 } })];
-      await spec.given(events).then({ executions: [rowOf(events, { status: 'running', cancel: false, attempts: 1, ended: null, last: 5 })] });
+      const events = [
+        ...aRunningExecution(),
+        nodeStarted({ nodeId: 'extract', at: 1_100 }),
+        nodeSucceeded({ nodeId: 'extract', at: 1_200, output: { rows: 3 } }),
+      ];
+      await spec
+        .given(events)
+        .then({ executions: [rowOf(events, { status: 'running', cancel: false, attempts: 1, ended: null, last: 5 })] });
     });
 
     it('ends with the output when the attempt succeeds', async () => {
-      const events = [...aRunningExecution(), attemptSucceeded({ at: 2_000, output: { ok: true } }), executionSucceeded({ at: 2_000, output: { ok: true } })];
+      const events = [
+        ...aRunningExecution(),
+        attemptSucceeded({ at: 2_000, output: { ok: true } }),
+        executionSucceeded({ at: 2_000, output: { ok: true } }),
+      ];
       const rows = await spec.given(events).rows();
       expect(rows.executions).toEqual([rowOf(events, { status: 'succeeded', cancel: false, attempts: 1, ended: iso(2_000), last: 5 })]);
-      expect(rows.executions![0]!.state).toMatchObject({ output: { ok: true }, endedAt: iso(2_000) });
+      expect(rows.executions[0].state).toMatchObject({ output: { ok: true }, endedAt: iso(2_000) });
     });
   });
 
@@ -94,26 +109,41 @@ describe('the executions projection', () => {
         redriveRequested({ at: 9_000, attemptNumber: 3, attemptId: '0b8f4e0a-1c2d-4e5f-8a9b-0000000a0003' }),
         attemptScheduled({ attemptId: '0b8f4e0a-1c2d-4e5f-8a9b-0000000a0003', attemptNumber: 3, reason: 'redrive', at: 9_000 }),
       ];
-      await spec.given(events).then({ executions: [rowOf(events, { status: 'queued', cancel: false, attempts: 3, ended: null, last: 9 })] });
+      await spec
+        .given(events)
+        .then({ executions: [rowOf(events, { status: 'queued', cancel: false, attempts: 3, ended: null, last: 9 })] });
     });
   });
 
   describe('when a cancel is requested', () => {
     it('shows the request while the worker still runs, and the end once it stops', async () => {
       const requested = [...aRunningExecution(), cancelRequested({ at: 3_000 })];
-      await spec.given(requested).then({ executions: [rowOf(requested, { status: 'running', cancel: true, attempts: 1, ended: null, last: 4 })] });
+      await spec
+        .given(requested)
+        .then({ executions: [rowOf(requested, { status: 'running', cancel: true, attempts: 1, ended: null, last: 4 })] });
       const ended = [...requested, attemptCancelled({ at: 4_000 }), executionCancelled({ at: 4_000 })];
-      await spec.given(ended).then({ executions: [rowOf(ended, { status: 'cancelled', cancel: true, attempts: 1, ended: iso(4_000), last: 6 })] });
+      await spec
+        .given(ended)
+        .then({ executions: [rowOf(ended, { status: 'cancelled', cancel: true, attempts: 1, ended: iso(4_000), last: 6 })] });
     });
   });
 
   describe('when two executions interleave in the log', () => {
     it('keeps them apart, each at its own last position', async () => {
-      const other = { ...executionStarted(), data: { ...(executionStarted().data as object), executionId: OTHER_EXECUTION } } as ExecutionEvent;
+      const other = {
+        ...executionStarted(),
+        data: { ...(executionStarted().data as object), executionId: OTHER_EXECUTION },
+      } as ExecutionEvent;
       const [started, scheduled, claimed] = aRunningExecution();
-      const given = [started!, { executionId: OTHER_EXECUTION, event: other }, scheduled!, { executionId: OTHER_EXECUTION, event: attemptScheduled() }, claimed!];
+      const given = [
+        started,
+        { executionId: OTHER_EXECUTION, event: other },
+        scheduled,
+        { executionId: OTHER_EXECUTION, event: attemptScheduled() },
+        claimed,
+      ];
       const rows = await spec.given(given).rows();
-      expect(rows.executions!.map((r) => [r.execution_id, r.status, r.created_position, r.position])).toEqual([
+      expect(rows.executions.map((r) => [r.execution_id, r.status, r.created_position, r.position])).toEqual([
         [EXECUTION_ID, 'running', position(1), position(5)],
         [OTHER_EXECUTION, 'queued', position(2), position(4)],
       ]);

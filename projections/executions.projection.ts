@@ -68,11 +68,18 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
     const { remembered: documents, unknown } = recallEarlierExecutions(events, memo);
     if (unknown.length > 0) {
       const { rows } = await tx.query<DocumentRow>(
-        reusable(`select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`),
+        reusable(
+          `select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`,
+        ),
         [unknown],
       );
       for (const row of rows) {
-        documents.set(row.execution_id, { state: row.state, position: row.position, revision: row.revision, createdPosition: row.created_position });
+        documents.set(row.execution_id, {
+          state: row.state,
+          position: row.position,
+          revision: row.revision,
+          createdPosition: row.created_position,
+        });
       }
     }
     return { documents, changed: new Set() };

@@ -53,7 +53,9 @@ export class ExecutionsReadModel {
       [executionId],
     );
     const row = rows[0];
-    return row === undefined ? null : { state: row.state, position: row.position, revision: Number(row.revision), createdPosition: row.created_position };
+    return row === undefined
+      ? null
+      : { state: row.state, position: row.position, revision: Number(row.revision), createdPosition: row.created_position };
   }
 
   /** One page, newest first, and the checkpoint it reflects (same statement, same snapshot). */

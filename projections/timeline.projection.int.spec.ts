@@ -53,10 +53,15 @@ describe('the timeline projection', () => {
   describe('when executions of two workspaces interleave', () => {
     it('gives each event the workspace of its own execution', async () => {
       const started = executionStarted();
-      const other = { ...started, data: { ...(started.data as object), executionId: OTHER_EXECUTION, workspaceId: OTHER_WORKSPACE } } as ExecutionEvent;
+      const other = {
+        ...started,
+        data: { ...(started.data as object), executionId: OTHER_EXECUTION, workspaceId: OTHER_WORKSPACE },
+      } as ExecutionEvent;
       const scheduled = attemptScheduled();
-      const rows = await spec.given([started, { executionId: OTHER_EXECUTION, event: other }, scheduled, { executionId: OTHER_EXECUTION, event: scheduled }]).rows();
-      expect(rows.timeline!.map((r) => [r.position, r.execution_id, r.workspace_id, r.revision])).toEqual([
+      const rows = await spec
+        .given([started, { executionId: OTHER_EXECUTION, event: other }, scheduled, { executionId: OTHER_EXECUTION, event: scheduled }])
+        .rows();
+      expect(rows.timeline.map((r) => [r.position, r.execution_id, r.workspace_id, r.revision])).toEqual([
         [position(1), EXECUTION_ID, WORKSPACE_ID, 0],
         [position(2), OTHER_EXECUTION, OTHER_WORKSPACE, 0],
         [position(3), EXECUTION_ID, WORKSPACE_ID, 1],

@@ -49,7 +49,9 @@ function sourcesHash(parsed) {
 }
 
 function allOutputsPresent(parsed) {
-  return parsed.fileNames.every((file) => ts.getOutputFileNames(parsed, file, !ts.sys.useCaseSensitiveFileNames).every((output) => existsSync(output)));
+  return parsed.fileNames.every((file) =>
+    ts.getOutputFileNames(parsed, file, !ts.sys.useCaseSensitiveFileNames).every((output) => existsSync(output)),
+  );
 }
 
 const parsed = parseProject();
@@ -61,7 +63,10 @@ if (process.argv.includes('--if-stale')) {
   process.stderr.write(`Building dist/ (${reason})…\n`);
 }
 rmSync(join(root, 'dist'), { recursive: true, force: true });
-const build = spawnSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', PROJECT], { cwd: root, stdio: 'inherit' });
+const build = spawnSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', PROJECT], {
+  cwd: root,
+  stdio: 'inherit',
+});
 if (build.error) fail(`tsc: ${build.error.message}`);
 if (build.status !== 0) process.exit(build.status ?? 1);
 mkdirSync(dirname(STAMP), { recursive: true });

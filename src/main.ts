@@ -24,12 +24,23 @@ async function main(): Promise<void> {
   if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started);
   const { registry, devTokens } = await loadTokens(config);
   const infra = await openInfrastructure(config, logger);
-  const app = await createApp({ config, store: infra.store, readModelSql: infra.readModelSql, bus: infra.bus, clock: systemClock, ids: randomIds, logger, registry });
+  const app = await createApp({
+    config,
+    store: infra.store,
+    readModelSql: infra.readModelSql,
+    bus: infra.bus,
+    clock: systemClock,
+    ids: randomIds,
+    logger,
+    registry,
+  });
 
   if (isEmbedded(config) && devTokens && runsRole(config, 'api')) {
     const admin = registry.authenticate(devTokens.admin);
     if (admin === null) throw new Error('the dev admin token is not in the token registry');
-    await app.get(PublishWorkflowHandler).execute(new PublishWorkflowCommand(admin, devTokens.workspace, DEMO_WORKFLOW_NAME, parsePublishBody(demoWorkflow)));
+    await app
+      .get(PublishWorkflowHandler)
+      .execute(new PublishWorkflowCommand(admin, devTokens.workspace, DEMO_WORKFLOW_NAME, parsePublishBody(demoWorkflow)));
   }
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
@@ -41,7 +52,14 @@ async function main(): Promise<void> {
   if (runsRole(config, 'worker')) {
     const token = config.workerToken ?? devTokens?.worker;
     if (!token) throw new ConfigError('FLOSTRA_WORKER_TOKEN: required for the worker role outside embedded mode', ['FLOSTRA_WORKER_TOKEN']);
-    worker = createWorker({ bus: infra.bus, apiUrl: config.apiUrl ?? url, token, logger, concurrency: config.workerConcurrency, egressAllow: config.egressAllow });
+    worker = createWorker({
+      bus: infra.bus,
+      apiUrl: config.apiUrl ?? url,
+      token,
+      logger,
+      concurrency: config.workerConcurrency,
+      egressAllow: config.egressAllow,
+    });
     await worker.start();
   }
   printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
@@ -67,10 +85,21 @@ async function main(): Promise<void> {
  */
 async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => void): Promise<void> {
   if (!config.apiUrl || !config.workerToken || !config.kafkaBrokers) {
-    throw new ConfigError('FLOSTRA_API_URL, FLOSTRA_WORKER_TOKEN, KAFKA_BROKERS: all required for a worker-only process', ['FLOSTRA_API_URL', 'FLOSTRA_WORKER_TOKEN', 'KAFKA_BROKERS']);
+    throw new ConfigError('FLOSTRA_API_URL, FLOSTRA_WORKER_TOKEN, KAFKA_BROKERS: all required for a worker-only process', [
+      'FLOSTRA_API_URL',
+      'FLOSTRA_WORKER_TOKEN',
+      'KAFKA_BROKERS',
+    ]);
   }
   const bus = new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra-worker', logger });
-  const worker = createWorker({ bus, apiUrl: config.apiUrl, token: config.workerToken, logger, concurrency: config.workerConcurrency, egressAllow: config.egressAllow });
+  const worker = createWorker({
+    bus,
+    apiUrl: config.apiUrl,
+    token: config.workerToken,
+    logger,
+    concurrency: config.workerConcurrency,
+    egressAllow: config.egressAllow,
+  });
   await worker.start();
   process.stdout.write(`Flostra worker ${worker.workerId} is consuming dispatches for ${config.apiUrl}\n`);
   started();
@@ -87,7 +116,8 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
 /** A shutdown that throws still ends the process, with one line on what failed. */
 function stopFailed(error: unknown): void {
   process.stderr.write(`flostra: could not stop cleanly: ${error instanceof Error ? error.message.split('\n', 1)[0] : String(error)}\n`);
-  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack)
+    process.stderr.write(`${error.stack}\n`);
   process.exit(1);
 }
 
@@ -95,6 +125,7 @@ main().catch((error: unknown) => {
   const { lines, exitCode } = describeStartFailure(error, configForErrors);
   process.stderr.write(lines.map((line) => `flostra: ${line}\n`).join(''));
   // The stack is for whoever debugs Flostra; read from the environment, which may be what failed.
-  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  if (process.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && error instanceof Error && error.stack)
+    process.stderr.write(`${error.stack}\n`);
   process.exit(exitCode);
 });

@@ -75,7 +75,8 @@ export class ListProjectionsHandler implements IQueryHandler<ListProjectionsQuer
         lag,
         error: failure,
         rebuild: building === null ? null : rebuildProgress(building, headEvents, lag.exact),
-        lastRebuild: lastSwitch === null ? null : { rebuildId: lastSwitch.rebuildId, version: lastSwitch.version, switchedAt: lastSwitch.switchedAt },
+        lastRebuild:
+          lastSwitch === null ? null : { rebuildId: lastSwitch.rebuildId, version: lastSwitch.version, switchedAt: lastSwitch.switchedAt },
       });
     }
     return { projectorRunsHere: this.projectorRunsHere, projections };

@@ -40,7 +40,10 @@ export const projectionsStatusSchema = z
           exact: z.boolean().meta({ description: 'False when the count stopped at its limit: at least that many.' }),
           seconds: z.number().min(0).meta({ description: 'Age of the oldest event not applied yet.' }),
         }),
-        error: z.strictObject({ error: z.string(), at: timestampField }).nullable().meta({ description: 'The runner’s last failure in this process, until it recovers.' }),
+        error: z
+          .strictObject({ error: z.string(), at: timestampField })
+          .nullable()
+          .meta({ description: 'The runner’s last failure in this process, until it recovers.' }),
         rebuild: rebuildProgress.nullable(),
         lastRebuild: z.strictObject({ rebuildId: uuidField, version: versionField, switchedAt: timestampField }).nullable(),
       }),

@@ -63,7 +63,16 @@ const FILE_CAUSES: Record<string, string> = {
   EMFILE: 'too many open files',
 };
 
-const FILE_VERBS: Record<string, string> = { mkdir: 'create', open: 'open', read: 'read', write: 'write', rename: 'rename', link: 'create', unlink: 'remove', scandir: 'read' };
+const FILE_VERBS: Record<string, string> = {
+  mkdir: 'create',
+  open: 'open',
+  read: 'read',
+  write: 'write',
+  rename: 'rename',
+  link: 'create',
+  unlink: 'remove',
+  scandir: 'read',
+};
 
 /**
  * Turns whatever stopped the start into the lines to print (the caller prefixes each with
@@ -83,7 +92,8 @@ export function describeStartFailure(error: unknown, context: { dataDir?: string
       return { lines: [`cannot listen${where}: ${LISTEN_CAUSES[sys.code] ?? firstLine(sys.message ?? sys.code)}`], exitCode: 1 };
     }
     if (sys.syscall === 'connect' || sys.syscall === 'getaddrinfo') {
-      const where = sys.address !== undefined ? (sys.port !== undefined ? hostPort(sys.address, sys.port) : sys.address) : (sys.hostname ?? 'a server');
+      const where =
+        sys.address !== undefined ? (sys.port !== undefined ? hostPort(sys.address, sys.port) : sys.address) : (sys.hostname ?? 'a server');
       return {
         lines: [
           `cannot connect to ${where}: ${CONNECT_CAUSES[sys.code] ?? firstLine(sys.message ?? sys.code)}`,
@@ -108,7 +118,7 @@ export function describeStartFailure(error: unknown, context: { dataDir?: string
 type SystemError = NodeJS.ErrnoException & { address: string; port: number; hostname: string };
 
 function firstLine(text: string): string {
-  return text.split('\n', 1)[0]!.trim();
+  return text.split('\n', 1)[0].trim();
 }
 
 function hostPort(address: string, port: number): string {

@@ -22,7 +22,10 @@ export const readyContract = defineRoute({
   tags: TAGS,
   access: PUBLIC,
   responses: {
-    200: json('Every dependency answers.', z.strictObject({ status: z.literal('ok'), checks: z.strictObject({ eventStore: z.literal('ok') }) })),
+    200: json(
+      'Every dependency answers.',
+      z.strictObject({ status: z.literal('ok'), checks: z.strictObject({ eventStore: z.literal('ok') }) }),
+    ),
   },
   errors: ['unavailable'],
 });

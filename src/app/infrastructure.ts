@@ -37,14 +37,20 @@ export async function openInfrastructure(config: AppConfig, logger: Logger): Pro
       break;
     }
     case 'postgres':
-      sql = new PgSqlClient({ connectionString: config.eventStore.url, max: 20 }, { onError: (error) => log.warn('postgres connection error', { error: String(error) }) });
+      sql = new PgSqlClient(
+        { connectionString: config.eventStore.url, max: 20 },
+        { onError: (error) => log.warn('postgres connection error', { error: String(error) }) },
+      );
       break;
     case 'kurrentdb': {
       // KurrentDB holds the log; read models, checkpoints and process state stay in Postgres:
       // DATABASE_URL, else the embedded PGlite under the data dir (one process only).
       kurrentDb = KurrentDbEventStore.connect(config.eventStore.url);
       if (config.databaseUrl) {
-        sql = new PgSqlClient({ connectionString: config.databaseUrl, max: 20 }, { onError: (error) => log.warn('postgres connection error', { error: String(error) }) });
+        sql = new PgSqlClient(
+          { connectionString: config.databaseUrl, max: 20 },
+          { onError: (error) => log.warn('postgres connection error', { error: String(error) }) },
+        );
       } else {
         const dir = join(config.dataDir, 'pgdata');
         await mkdir(dir, { recursive: true });
@@ -59,10 +65,16 @@ export async function openInfrastructure(config: AppConfig, logger: Logger): Pro
     (await PostgresEventStore.open(sql, {
       onNotifyError: (error) => log.warn('event wake-up notification failed; subscribers fall back to polling', { error: String(error) }),
     }));
-  const readModelSql = config.databaseUrl && kurrentDb === null
-    ? new PgSqlClient({ connectionString: config.databaseUrl, max: 20 }, { onError: (error) => log.warn('read-model postgres connection error', { error: String(error) }) })
-    : sql;
-  const bus: Bus = config.kafkaBrokers ? new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra', logger: log }) : new InProcessBus();
+  const readModelSql =
+    config.databaseUrl && kurrentDb === null
+      ? new PgSqlClient(
+          { connectionString: config.databaseUrl, max: 20 },
+          { onError: (error) => log.warn('read-model postgres connection error', { error: String(error) }) },
+        )
+      : sql;
+  const bus: Bus = config.kafkaBrokers
+    ? new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra', logger: log })
+    : new InProcessBus();
   return {
     store,
     sql,

@@ -9,7 +9,7 @@ import { TOKEN_REGISTRY, TokenRegistry } from './token-registry.js';
 /** The token of an `Authorization: Bearer <token>` header, or null. */
 export function bearerToken(headers: IncomingHttpHeaders): string | null {
   const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(headers.authorization ?? '');
-  return match === null ? null : match[1]!;
+  return match === null ? null : match[1];
 }
 
 /**
@@ -26,10 +26,7 @@ export class AuthGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;
-    const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, [
-      context.getHandler(),
-      context.getClass(),
-    ]);
+    const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, [context.getHandler(), context.getClass()]);
     if (isPublic === true) return true;
     const request = context.switchToHttp().getRequest<AuthenticatedRequest & { headers: IncomingHttpHeaders }>();
     const token = bearerToken(request.headers);

@@ -13,7 +13,10 @@ export class AuthModule {
   static forRoot(registry: TokenRegistry): DynamicModule {
     return {
       module: AuthModule,
-      providers: [{ provide: TOKEN_REGISTRY, useValue: registry }, { provide: APP_GUARD, useClass: AuthGuard }],
+      providers: [
+        { provide: TOKEN_REGISTRY, useValue: registry },
+        { provide: APP_GUARD, useClass: AuthGuard },
+      ],
       exports: [TOKEN_REGISTRY],
     };
   }

@@ -1,13 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { DomainError, NotFoundError } from '../core/errors.js';
+import { type DomainError, NotFoundError } from '../core/errors.js';
 import { ForbiddenError } from './auth.errors.js';
 import { hasWorkspaceRole, requireGlobalRole, requireWorkspaceRole, type Principal } from './authorization.js';
 import { TokenRegistry } from './token-registry.js';
 
 const TOKEN = 'operator-token-0123456789';
-const registry = new TokenRegistry([
-  { token: TOKEN, subject: 'olga', workspaces: { acme: 'operator' }, global: ['worker'] },
-]);
+const registry = new TokenRegistry([{ token: TOKEN, subject: 'olga', workspaces: { acme: 'operator' }, global: ['worker'] }]);
 const olga = registry.authenticate(TOKEN) as Principal;
 
 function thrown(action: () => void): DomainError {

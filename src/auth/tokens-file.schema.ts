@@ -18,17 +18,15 @@ export const tokenEntrySchema = z.strictObject({
 export type TokenEntry = z.output<typeof tokenEntrySchema>;
 
 /** The FLOSTRA_TOKENS_FILE format (docs/operations.md, "Tokens file"). */
-export const tokensFileSchema = z
-  .strictObject({ tokens: z.array(tokenEntrySchema) })
-  .superRefine((file, ctx) => {
-    const seen = new Set<string>();
-    file.tokens.forEach((entry, index) => {
-      if (seen.has(entry.token)) {
-        ctx.addIssue({ code: 'custom', path: ['tokens', index, 'token'], message: 'the same token appears twice' });
-      }
-      seen.add(entry.token);
-    });
+export const tokensFileSchema = z.strictObject({ tokens: z.array(tokenEntrySchema) }).superRefine((file, ctx) => {
+  const seen = new Set<string>();
+  file.tokens.forEach((entry, index) => {
+    if (seen.has(entry.token)) {
+      ctx.addIssue({ code: 'custom', path: ['tokens', index, 'token'], message: 'the same token appears twice' });
+    }
+    seen.add(entry.token);
   });
+});
 
 /** `<FLOSTRA_DATA_DIR>/dev-tokens.json`, generated once in embedded mode. */
 export const devTokensFileSchema = z.strictObject({

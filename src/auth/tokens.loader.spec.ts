@@ -22,7 +22,10 @@ async function writeTokens(content: unknown): Promise<string> {
 }
 
 async function rejection(promise: Promise<unknown>): Promise<ConfigError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(ConfigError);
   return error as ConfigError;
 }
@@ -96,7 +99,16 @@ describe('FLOSTRA_TOKENS_FILE', () => {
     ['an unknown workspace role', { tokens: [{ token: ADMIN, subject: 's', workspaces: { acme: 'owner' } }] }, 'tokens.0.workspaces.acme'],
     ['an unknown global role', { tokens: [{ token: ADMIN, subject: 's', global: ['root'] }] }, 'tokens.0.global.0'],
     ['a short token', { tokens: [{ token: 'abc', subject: 's' }] }, 'tokens.0.token: a token must have at least 16 characters'],
-    ['a duplicate token', { tokens: [{ token: ADMIN, subject: 's' }, { token: ADMIN, subject: 't' }] }, 'tokens.1.token: the same token appears twice'],
+    [
+      'a duplicate token',
+      {
+        tokens: [
+          { token: ADMIN, subject: 's' },
+          { token: ADMIN, subject: 't' },
+        ],
+      },
+      'tokens.1.token: the same token appears twice',
+    ],
     ['a bad workspace id', { tokens: [{ token: ADMIN, subject: 's', workspaces: { 'a/b': 'admin' } }] }, 'tokens.0.workspaces'],
     ['no tokens array', { token: [] }, '(root)'],
   ])('rejects %s, naming the variable and the path', async (_what, content, fragment) => {

@@ -74,7 +74,9 @@ async function readDevTokens(path: string): Promise<DevTokens | null> {
     text = await readFile(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new ConfigError(`FLOSTRA_DATA_DIR: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, ['FLOSTRA_DATA_DIR']);
+    throw new ConfigError(`FLOSTRA_DATA_DIR: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, [
+      'FLOSTRA_DATA_DIR',
+    ]);
   }
   let json: unknown;
   try {

@@ -102,7 +102,11 @@ describe('loadConfig', () => {
       ['PORT', '65536', 'PORT: expected an integer 0-65535, got "65536"'],
       ['PORT', '-1', 'PORT: expected an integer 0-65535, got "-1"'],
       ['HOST', 'local host', 'HOST: expected a host name or address, got "local host"'],
-      ['FLOSTRA_ROLES', 'api,scheduler', 'FLOSTRA_ROLES: expected a comma-separated list of api, dispatcher, ingestor, projector, watchdog, worker, got "api,scheduler"'],
+      [
+        'FLOSTRA_ROLES',
+        'api,scheduler',
+        'FLOSTRA_ROLES: expected a comma-separated list of api, dispatcher, ingestor, projector, watchdog, worker, got "api,scheduler"',
+      ],
       ['FLOSTRA_ROLES', ',', 'FLOSTRA_ROLES: expected a comma-separated list'],
       ['EVENT_STORE_URL', 'mysql://db/x', 'EVENT_STORE_URL: expected a postgres://, postgresql://, esdb:// or kurrentdb:// URL'],
       ['DATABASE_URL', 'esdb://localhost', 'DATABASE_URL: expected a postgres:// or postgresql:// URL'],
@@ -113,7 +117,11 @@ describe('loadConfig', () => {
       ['LOG_LEVEL', 'loud', 'LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"'],
       ['FLOSTRA_API_URL', 'ftp://api', 'FLOSTRA_API_URL: expected an http:// or https:// URL of the api, got "ftp://api"'],
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
-      ['FLOSTRA_PROJECTOR_GATHER_MS', '10001', 'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "10001"'],
+      [
+        'FLOSTRA_PROJECTOR_GATHER_MS',
+        '10001',
+        'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "10001"',
+      ],
       ['FLOSTRA_PROJECTOR_GATHER_MS', '2.5', 'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "2.5"'],
     ])('%s=%s', (variable, value, message) => {
       const error = configError({ [variable]: value });

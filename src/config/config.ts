@@ -45,7 +45,8 @@ function urlScheme(raw: string): string | null {
 
 const envSchema = z.object({
   HOST: optional.transform((raw, ctx) =>
-    raw === undefined ? '127.0.0.1' : /\s/.test(raw) ? fail(ctx, 'expected a host name or address') : raw),
+    raw === undefined ? '127.0.0.1' : /\s/.test(raw) ? fail(ctx, 'expected a host name or address') : raw,
+  ),
   PORT: optional.transform((raw, ctx) => {
     if (raw === undefined) return 3000;
     const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
@@ -54,7 +55,10 @@ const envSchema = z.object({
   FLOSTRA_DATA_DIR: optional.transform((raw) => resolve(raw ?? './.flostra')),
   FLOSTRA_ROLES: optional.transform((raw, ctx) => {
     if (raw === undefined) return [...PROCESS_ROLES];
-    const roles = raw.split(',').map((r) => r.trim()).filter((r) => r !== '');
+    const roles = raw
+      .split(',')
+      .map((r) => r.trim())
+      .filter((r) => r !== '');
     const unknown = roles.filter((r) => !(PROCESS_ROLES as readonly string[]).includes(r));
     if (roles.length === 0 || unknown.length > 0) {
       return fail(ctx, `expected a comma-separated list of ${PROCESS_ROLES.join(', ')}`);
@@ -75,7 +79,10 @@ const envSchema = z.object({
   }),
   KAFKA_BROKERS: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
-    const brokers = raw.split(',').map((b) => b.trim()).filter((b) => b !== '');
+    const brokers = raw
+      .split(',')
+      .map((b) => b.trim())
+      .filter((b) => b !== '');
     const valid = (b: string) => {
       const match = /^([^\s:/]+|\[[0-9a-fA-F:.]+\]):(\d{1,5})$/.exec(b);
       return match !== null && Number(match[2]) >= 1 && Number(match[2]) <= 65535;
@@ -91,7 +98,9 @@ const envSchema = z.object({
   FLOSTRA_API_URL: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
     const scheme = urlScheme(raw);
-    return scheme === 'http:' || scheme === 'https:' ? raw.replace(/\/+$/, '') : fail(ctx, 'expected an http:// or https:// URL of the api');
+    return scheme === 'http:' || scheme === 'https:'
+      ? raw.replace(/\/+$/, '')
+      : fail(ctx, 'expected an http:// or https:// URL of the api');
   }),
   FLOSTRA_WORKER_TOKEN: optional.transform((raw) => raw ?? null),
   FLOSTRA_WORKER_CONCURRENCY: optional.transform((raw, ctx) => {
@@ -105,9 +114,15 @@ const envSchema = z.object({
     return ms >= 0 && ms <= 10_000 ? ms : fail(ctx, 'expected an integer number of milliseconds 0-10000');
   }),
   FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
-    raw === undefined ? [] : raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')),
+    raw === undefined
+      ? []
+      : raw
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter((entry) => entry !== ''),
+  ),
   LOG_LEVEL: optional.transform((raw, ctx) => {
-    if (raw === undefined) return 'info' as LogThreshold;
+    if (raw === undefined) return 'info';
     const level = raw.toLowerCase();
     return (LOG_THRESHOLDS as readonly string[]).includes(level)
       ? (level as LogThreshold)
@@ -174,7 +189,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       const shown = SECRET_VARIABLES.has(variable) ? 'a value not shown here' : JSON.stringify(raw[variable]);
       return { variable, text: `${variable}: ${issue.message}, got ${shown}` };
     });
-    throw new ConfigError(problems.map((p) => p.text).join('; '), problems.map((p) => p.variable));
+    throw new ConfigError(
+      problems.map((p) => p.text).join('; '),
+      problems.map((p) => p.variable),
+    );
   }
   return Object.freeze(toConfig(parsed.data));
 }

@@ -65,10 +65,14 @@ export type ConsumerOptions = MessageConsumerOptions | BatchConsumerOptions;
 export const DEFAULT_MAX_CONSUMER_BATCH = 500;
 
 /** The handler of `options` as a batch handler, and the largest batch it takes. */
-export function batchHandlerOf(options: ConsumerOptions): { handleBatch: (messages: IncomingMessage[]) => Promise<void>; maxBatchSize: number } {
-  if ('handleBatch' in options) return { handleBatch: options.handleBatch, maxBatchSize: Math.max(1, options.maxBatchSize ?? DEFAULT_MAX_CONSUMER_BATCH) };
+export function batchHandlerOf(options: ConsumerOptions): {
+  handleBatch: (messages: IncomingMessage[]) => Promise<void>;
+  maxBatchSize: number;
+} {
+  if ('handleBatch' in options)
+    return { handleBatch: options.handleBatch, maxBatchSize: Math.max(1, options.maxBatchSize ?? DEFAULT_MAX_CONSUMER_BATCH) };
   const { handle } = options;
-  return { handleBatch: (messages) => handle(messages[0]!), maxBatchSize: 1 };
+  return { handleBatch: (messages) => handle(messages[0]), maxBatchSize: 1 };
 }
 
 /** An offset for every partition of a topic, by partition number. */

@@ -3,7 +3,9 @@ import { canonicalJson, sha256OfCanonical } from './canonical-json.js';
 
 describe('canonical JSON', () => {
   it('serializes objects that differ only in key order identically', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(canonicalJson({ a: { c: null, d: [1, { y: 2, z: 1 }] }, b: 1 }));
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
+      canonicalJson({ a: { c: null, d: [1, { y: 2, z: 1 }] }, b: 1 }),
+    );
   });
 
   it('keeps array order significant', () => {

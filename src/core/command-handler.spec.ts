@@ -7,7 +7,10 @@ import { StreamStateCache } from './stream-state-cache.js';
 
 // A small account: opened once, deposits only while open, closed once and only with money in it.
 type Command = { type: 'Open' } | { type: 'Deposit'; data: { amount: number } } | { type: 'Close' };
-type Event = { type: 'Opened'; data: Record<string, never> } | { type: 'Deposited'; data: { amount: number } } | { type: 'Closed'; data: Record<string, never> };
+type Event =
+  | { type: 'Opened'; data: Record<string, never> }
+  | { type: 'Deposited'; data: { amount: number } }
+  | { type: 'Closed'; data: Record<string, never> };
 type State = { status: 'none' | 'open' | 'closed'; balance: number };
 
 const account: Decider<Command, Event, State> = {
@@ -58,10 +61,17 @@ class CountingStore implements Pick<EventStore, 'readStream' | 'appendToStream'>
     const expected = options.expectedRevision === 'no_stream' ? -1 : options.expectedRevision;
     if (expected !== actual) throw new WrongExpectedRevisionError(streamId, String(expected), String(actual));
     for (const event of events) {
-      stream.push({ ...event, streamId, revision: stream.length, position: String(stream.length).padStart(8, '0'), metadata: {}, recordedAt: new Date(0).toISOString() });
+      stream.push({
+        ...event,
+        streamId,
+        revision: stream.length,
+        position: String(stream.length).padStart(8, '0'),
+        metadata: {},
+        recordedAt: new Date(0).toISOString(),
+      });
     }
     this.streams.set(streamId, stream);
-    return { nextRevision: stream.length - 1, position: stream[stream.length - 1]!.position };
+    return { nextRevision: stream.length - 1, position: stream[stream.length - 1].position };
   }
 }
 
@@ -81,7 +91,9 @@ function setup() {
   const types = () => (store.streams.get('account-1') ?? []).map((e) => e.type);
   /** Another process writes: this process's cache does not see it. */
   const appendElsewhere = (event: Event) =>
-    store.appendToStream('account-1', [{ id: `elsewhere-${ids++}`, ...event }], { expectedRevision: (store.streams.get('account-1')?.length ?? 0) - 1 });
+    store.appendToStream('account-1', [{ id: `elsewhere-${ids++}`, ...event }], {
+      expectedRevision: (store.streams.get('account-1')?.length ?? 0) - 1,
+    });
   return { store, cache, common, run, types, appendElsewhere };
 }
 
@@ -148,7 +160,14 @@ describe('handleCommand with a cache of folded states', () => {
         throw new Error('connection reset');
       },
     });
-    await expect(handleCommand({ ...setup().common, store: failing as unknown as EventStore, cache, command: { type: 'Deposit', data: { amount: 1 } } })).rejects.toThrow('connection reset');
+    await expect(
+      handleCommand({
+        ...setup().common,
+        store: failing as unknown as EventStore,
+        cache,
+        command: { type: 'Deposit', data: { amount: 1 } },
+      }),
+    ).rejects.toThrow('connection reset');
     expect(cache.get('account-1')).toBeUndefined();
   });
 });
@@ -195,13 +214,19 @@ describe('handleCommands: several commands, one append', () => {
       commands: [{ type: 'Open' }, { type: 'Close' }, { type: 'Deposit', data: { amount: 2 } }],
     });
 
-    expect(outcome.verdicts.map((v) => ('rejected' in v ? v.rejected.code : v.events.map((e) => e.type)))).toEqual([['Opened'], 'invalid_state', ['Deposited']]);
+    expect(outcome.verdicts.map((v) => ('rejected' in v ? v.rejected.code : v.events.map((e) => e.type)))).toEqual([
+      ['Opened'],
+      'invalid_state',
+      ['Deposited'],
+    ]);
     expect(types()).toEqual(['Opened', 'Deposited']);
   });
 
   it('writes nothing when a command fails with anything but a domain error', async () => {
     const { common, store } = setup();
-    await expect(handleCommands({ ...common, commands: [{ type: 'Open' }, { type: 'Deposit', data: { amount: -1 } }] })).rejects.not.toBeInstanceOf(DomainError);
+    await expect(
+      handleCommands({ ...common, commands: [{ type: 'Open' }, { type: 'Deposit', data: { amount: -1 } }] }),
+    ).rejects.not.toBeInstanceOf(DomainError);
     expect(store.appends).toBe(0);
   });
 });

@@ -59,7 +59,10 @@ export interface BatchOutcome<Event extends DomainEvent, State> extends CommandO
   verdicts: BatchVerdict<Event>[];
 }
 
-export interface HandleCommandsOptions<Command, Event extends DomainEvent, State> extends Omit<HandleCommandOptions<Command, Event, State>, 'command'> {
+export interface HandleCommandsOptions<Command, Event extends DomainEvent, State> extends Omit<
+  HandleCommandOptions<Command, Event, State>,
+  'command'
+> {
   /** Decided in order, each on the state the previous ones left; their events go in one append. */
   commands: CommandInput<Command, State>[];
 }
@@ -74,7 +77,7 @@ export async function handleCommand<Command, Event extends DomainEvent, State>(
 ): Promise<CommandOutcome<Event, State>> {
   const { command, ...rest } = options;
   const { verdicts, ...outcome } = await handleCommands({ ...rest, commands: [command] });
-  const verdict = verdicts[0]!;
+  const verdict = verdicts[0];
   if ('rejected' in verdict) throw verdict.rejected;
   return outcome;
 }
@@ -92,7 +95,12 @@ export async function handleCommands<Command, Event extends DomainEvent, State>(
   const maxRetries = options.maxConflictRetries ?? 10;
   let useCache = cache !== undefined;
   for (let attempt = 0; ; attempt++) {
-    const cached = attempt === 0 && options.assumeNewStream === true ? { revision: null, state: decider.initialState() } : useCache ? cache!.get(streamId) : undefined;
+    const cached =
+      attempt === 0 && options.assumeNewStream === true
+        ? { revision: null, state: decider.initialState() }
+        : useCache
+          ? cache!.get(streamId)
+          : undefined;
     let loaded: Loaded<State> = cached === undefined ? await load(options) : { ...cached, history: [] };
     let decided = decideAll(decider, options.commands, loaded.state);
     let onCachedState = cached !== undefined;
@@ -101,7 +109,13 @@ export async function handleCommands<Command, Event extends DomainEvent, State>(
       decided = decideAll(decider, options.commands, loaded.state);
       onCachedState = false;
     }
-    const outcome = { history: loaded.history, before: loaded.state, state: decided.state, events: decided.events, verdicts: decided.verdicts };
+    const outcome = {
+      history: loaded.history,
+      before: loaded.state,
+      state: decided.state,
+      events: decided.events,
+      verdicts: decided.verdicts,
+    };
     if (decided.events.length === 0) {
       if (loaded.revision !== null) cache?.set(streamId, { revision: loaded.revision, state: loaded.state });
       return { ...outcome, appended: null };
@@ -136,7 +150,9 @@ interface Loaded<State> {
   history: RecordedEvent[];
 }
 
-async function load<Command, Event extends DomainEvent, State>(options: HandleCommandsOptions<Command, Event, State>): Promise<Loaded<State>> {
+async function load<Command, Event extends DomainEvent, State>(
+  options: HandleCommandsOptions<Command, Event, State>,
+): Promise<Loaded<State>> {
   const history = await options.store.readStream(options.streamId);
   const state = history.map(options.parseEvent).reduce((s, e) => options.decider.evolve(s, e), options.decider.initialState());
   const last = history[history.length - 1];

@@ -105,7 +105,12 @@ describe('gatherBatches', () => {
   it('delivers what it gathered at once when hurried during its window, then gathers again', async () => {
     const source = scriptedSource();
     const hurry = hurrier();
-    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal, hurry: hurry.subscribe });
+    const gathered = gatherBatches(source.open, {
+      windowMs: LONG,
+      maxCount: 100,
+      signal: new AbortController().signal,
+      hurry: hurry.subscribe,
+    });
     await streaming(source, gathered);
     source.push({ batch: [1] });
     source.push({ batch: [2] });
@@ -125,7 +130,12 @@ describe('gatherBatches', () => {
   it('lets the next batch go without waiting when hurried between batches', async () => {
     const source = scriptedSource();
     const hurry = hurrier();
-    const gathered = gatherBatches(source.open, { windowMs: LONG, maxCount: 100, signal: new AbortController().signal, hurry: hurry.subscribe });
+    const gathered = gatherBatches(source.open, {
+      windowMs: LONG,
+      maxCount: 100,
+      signal: new AbortController().signal,
+      hurry: hurry.subscribe,
+    });
     await streaming(source, gathered);
     hurry.now(); // a reader waits while nothing is gathering
     source.push({ batch: [1] });

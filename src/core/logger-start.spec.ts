@@ -53,11 +53,11 @@ describe('Nest errors that Nest also throws to its caller', () => {
     const { logger, records } = capture({ level: 'debug' });
     const nest = new NestLoggerAdapter(logger, { abortOnError: false });
     nest.error('Error: listen EADDRINUSE: address already in use 127.0.0.1:3000', 'NestApplication');
-    nest.error(new Error('Nest can\'t resolve dependencies'), undefined, 'ExceptionHandler');
+    nest.error(new Error("Nest can't resolve dependencies"), undefined, 'ExceptionHandler');
     nest.error('failed', 'Error: failed\n    at x (y.js:1:1)', 'ExceptionsHandler');
     expect(records()).toMatchObject([
       { level: 'debug', context: 'NestApplication' },
-      { level: 'debug', msg: 'Nest can\'t resolve dependencies', context: 'ExceptionHandler' },
+      { level: 'debug', msg: "Nest can't resolve dependencies", context: 'ExceptionHandler' },
       { level: 'error', msg: 'failed', context: 'ExceptionsHandler' },
     ]);
   });

@@ -43,13 +43,13 @@ describe('the logger', () => {
     logger.error('boom', { err: new Error('kaput') });
     logger.error('loop', { circular });
     const [first, second] = records();
-    expect(first!.err).toMatchObject({ name: 'Error', message: 'kaput' });
-    expect(String((first!.err as { stack: string }).stack)).toContain('kaput');
+    expect(first.err).toMatchObject({ name: 'Error', message: 'kaput' });
+    expect(String((first.err as { stack: string }).stack)).toContain('kaput');
     expect(second).toMatchObject({ msg: 'loop', logError: 'fields could not be serialized' });
   });
 
-  describe('as Nest\'s logger', () => {
-    it('keeps Nest\'s context and maps its levels (its log, route mapping and the like, to debug)', () => {
+  describe("as Nest's logger", () => {
+    it("keeps Nest's context and maps its levels (its log, route mapping and the like, to debug)", () => {
       const { logger, records } = capture({ level: 'debug' });
       const nest = new NestLoggerAdapter(logger);
       nest.log('Mapped {/v1, GET} route', 'RouterExplorer');
@@ -65,7 +65,12 @@ describe('the logger', () => {
     it('keeps the stack Nest passes with an error', () => {
       const { logger, records } = capture();
       new NestLoggerAdapter(logger).error('failed', 'Error: failed\n    at x (y.js:1:1)', 'ExceptionsHandler');
-      expect(records()[0]).toMatchObject({ level: 'error', msg: 'failed', context: 'ExceptionsHandler', stack: 'Error: failed\n    at x (y.js:1:1)' });
+      expect(records()[0]).toMatchObject({
+        level: 'error',
+        msg: 'failed',
+        context: 'ExceptionsHandler',
+        stack: 'Error: failed\n    at x (y.js:1:1)',
+      });
     });
   });
 });

@@ -14,5 +14,5 @@ export type NextFunction = (error?: unknown) => void;
 
 /** The request path without its query string: what logs record (queries may carry cursors). */
 export function pathOf(request: ShellRequest): string {
-  return (request.originalUrl ?? request.url ?? '').split('?')[0]!;
+  return (request.originalUrl ?? request.url ?? '').split('?')[0];
 }

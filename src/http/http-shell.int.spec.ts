@@ -145,7 +145,11 @@ describe('the HTTP shell', () => {
     });
 
     it('answers a non-JSON body with 415', async () => {
-      const response = await fetch(`${base}/test/echo`, { method: 'POST', headers: { ...auth, 'content-type': 'text/plain' }, body: 'hello' });
+      const response = await fetch(`${base}/test/echo`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'text/plain' },
+        body: 'hello',
+      });
       expect(response.status).toBe(415);
       expect(await problemOf(response)).toMatchObject({ code: 'unsupported_media_type', status: 415 });
     });
@@ -168,7 +172,7 @@ describe('the HTTP shell', () => {
           controller.close();
         },
       });
-      const response = await fetch(`${base}/test/echo`, { method: 'POST', headers: json, body: stream, duplex: 'half' } as RequestInit);
+      const response = await fetch(`${base}/test/echo`, { method: 'POST', headers: json, body: stream, duplex: 'half' });
       expect(response.status).toBe(413);
       expect((await problemOf(response)).code).toBe('payload_too_large');
     });
@@ -232,7 +236,7 @@ describe('the HTTP shell', () => {
       expect((await problemOf(response)).issues).toEqual([{ path: 'params.executionId', message: 'expected a UUID' }]);
     });
 
-    it('hides another workspace\'s resource as 404 and shows one of its own', async () => {
+    it("hides another workspace's resource as 404 and shows one of its own", async () => {
       const other = await fetch(`${base}/test/executions/9e1f1d2a-5b3c-4d4e-8f50-6a7b8c9d0e1f`, { headers: auth });
       expect(other.status).toBe(404);
       expect((await problemOf(other)).detail).toBe('execution not found');

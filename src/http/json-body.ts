@@ -6,7 +6,7 @@ import { PayloadTooLargeError, UnsupportedMediaTypeError } from './http.errors.j
 /** `application/json` or any `application/<something>+json`, parameters ignored. */
 export function isJsonMediaType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
-  const mediaType = contentType.split(';')[0]!.trim().toLowerCase();
+  const mediaType = contentType.split(';')[0].trim().toLowerCase();
   return mediaType === 'application/json' || /^application\/[a-z0-9.!#$&^_-]+\+json$/.test(mediaType);
 }
 
@@ -23,9 +23,13 @@ export const isJsonRequest = (request: ShellRequest): boolean => isJsonMediaType
 export function rejectNonJsonBodies(request: ShellRequest, _response: ServerResponse, next: NextFunction): void {
   if (hasBody(request) && !isJsonRequest(request)) {
     const given = request.headers['content-type'];
-    next(new UnsupportedMediaTypeError(
-      given === undefined ? 'a request body needs Content-Type: application/json' : `expected Content-Type application/json, got ${given}`,
-    ));
+    next(
+      new UnsupportedMediaTypeError(
+        given === undefined
+          ? 'a request body needs Content-Type: application/json'
+          : `expected Content-Type application/json, got ${given}`,
+      ),
+    );
     return;
   }
   next();
@@ -45,9 +49,11 @@ export function bodyParserErrors(limitBytes: number) {
     const type = (error as BodyParserError | null)?.type;
     switch (type) {
       case 'entity.parse.failed':
-        next(new ValidationFailedError(`malformed JSON body: ${String((error as BodyParserError).message)}`, [
-          { path: 'body', message: 'not valid JSON (an object or array is expected)' },
-        ]));
+        next(
+          new ValidationFailedError(`malformed JSON body: ${String((error as BodyParserError).message)}`, [
+            { path: 'body', message: 'not valid JSON (an object or array is expected)' },
+          ]),
+        );
         return;
       case 'entity.too.large':
         next(new PayloadTooLargeError(limitBytes));
@@ -81,6 +87,7 @@ export const MAX_JSON_DEPTH = 128;
 
 // Postgres jsonb cannot store U+0000, and an unpaired surrogate is not Unicode text: either
 // would pass validation and then fail the append with a 500.
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what must be refused
 const UNSTORABLE_TEXT = /[\u0000\p{Cs}]/u;
 
 interface JsonFrame {
@@ -109,7 +116,8 @@ export function findUnstorableJson(body: unknown): ValidationIssue | null {
     if (value === null || typeof value !== 'object') continue;
     if (frame.depth >= MAX_JSON_DEPTH) return { path: pathOfFrame(frame), message: `nested deeper than ${MAX_JSON_DEPTH} levels` };
     for (const [key, child] of Object.entries(value)) {
-      if (UNSTORABLE_TEXT.test(key)) return { path: pathOfFrame(frame), message: 'field names cannot contain U+0000 or unpaired surrogates' };
+      if (UNSTORABLE_TEXT.test(key))
+        return { path: pathOfFrame(frame), message: 'field names cannot contain U+0000 or unpaired surrogates' };
       stack.push({ value: child, depth: frame.depth + 1, parent: frame, key });
     }
   }

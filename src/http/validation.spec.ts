@@ -27,12 +27,14 @@ describe('edge validation', () => {
 
   it('roots paths at another source when told', () => {
     const error = failure(() => parseBody(z.object({ limit: z.coerce.number().int() }), { limit: 'x' }, 'query'));
-    expect(error.issues[0]!.path).toBe('query.limit');
+    expect(error.issues[0].path).toBe('query.limit');
     expect(error.message).toMatch(/^invalid query: /);
   });
 
   it('validates path parameters together', () => {
-    const error = failure(() => parseParams(z.object({ executionId: uuidSchema, attemptId: uuidSchema }), { executionId: 'x', attemptId: 'y' }));
+    const error = failure(() =>
+      parseParams(z.object({ executionId: uuidSchema, attemptId: uuidSchema }), { executionId: 'x', attemptId: 'y' }),
+    );
     expect(error.issues).toEqual([
       { path: 'params.executionId', message: 'expected a UUID' },
       { path: 'params.attemptId', message: 'expected a UUID' },
@@ -42,13 +44,13 @@ describe('edge validation', () => {
   it('normalizes uuids to lower case and rejects anything else', () => {
     expect(parseId('9E1F1D2A-5B3C-4D4E-8F50-6A7B8C9D0E1F', 'executionId')).toBe('9e1f1d2a-5b3c-4d4e-8f50-6a7b8c9d0e1f');
     for (const bad of ['', '9e1f1d2a5b3c4d4e8f506a7b8c9d0e1f', '../etc/passwd', undefined]) {
-      expect(failure(() => parseId(bad, 'executionId')).issues[0]!.path).toBe('params.executionId');
+      expect(failure(() => parseId(bad, 'executionId')).issues[0].path).toBe('params.executionId');
     }
   });
 
   it('accepts names of the workspace-id alphabet only', () => {
     expect(parseName('acme-prod_1', 'workspaceId')).toBe('acme-prod_1');
-    expect(failure(() => parseName('a/b', 'workspaceId')).issues[0]!.path).toBe('params.workspaceId');
+    expect(failure(() => parseName('a/b', 'workspaceId')).issues[0].path).toBe('params.workspaceId');
     expect(() => parseName('x'.repeat(65), 'name')).toThrow(ValidationFailedError);
   });
 });

@@ -39,9 +39,7 @@ export const uuidSchema = z
   .transform((id) => id.toLowerCase());
 
 /** A workspace id or workflow name in a path: 1-64 of `[A-Za-z0-9_-]`. */
-export const nameSchema = z
-  .string()
-  .regex(IDENTIFIER_PATTERN, 'expected 1-64 characters of A-Z, a-z, 0-9, "_" or "-"');
+export const nameSchema = z.string().regex(IDENTIFIER_PATTERN, 'expected 1-64 characters of A-Z, a-z, 0-9, "_" or "-"');
 
 /**
  * One UUID path parameter (`parseId(executionId, 'executionId')`): a malformed id is a 400

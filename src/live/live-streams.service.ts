@@ -29,7 +29,14 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   private readonly connections = new Set<SseConnection>();
   /** How to leave the live feed, per connection that joined it. */
   private readonly subscriptions = new Map<SseConnection, () => void>();
-  private readonly closedBy: Record<CloseReason, number> = { client_gone: 0, slow_client: 0, stalled: 0, revoked: 0, shutdown: 0, failed: 0 };
+  private readonly closedBy: Record<CloseReason, number> = {
+    client_gone: 0,
+    slow_client: 0,
+    stalled: 0,
+    revoked: 0,
+    shutdown: 0,
+    failed: 0,
+  };
   private opened = 0;
   private tickTimer: NodeJS.Timeout | null = null;
   private stopListening: (() => void)[] = [];
@@ -49,10 +56,7 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   onModuleInit(): void {
-    this.stopListening = [
-      this.registry.onChange(() => this.reauthorizeAll()),
-      this.settings.onTune(() => this.scheduleTick()),
-    ];
+    this.stopListening = [this.registry.onChange(() => this.reauthorizeAll()), this.settings.onTune(() => this.scheduleTick())];
     this.scheduleTick();
   }
 
@@ -87,7 +91,14 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     await this.open(principal, workspaceId, { kind: 'workspace', workspaceId }, cursor, read, res);
   }
 
-  private async open(principal: Principal, workspaceId: string, topic: LiveTopic, cursor: Position | null, read: CatchUpRead, res: ServerResponse): Promise<void> {
+  private async open(
+    principal: Principal,
+    workspaceId: string,
+    topic: LiveTopic,
+    cursor: Position | null,
+    read: CatchUpRead,
+    res: ServerResponse,
+  ): Promise<void> {
     const options = this.settings.current;
     res.statusCode = 200;
     res.setHeader('Content-Type', 'text/event-stream');
@@ -127,7 +138,10 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     this.subscriptions.delete(connection);
     this.closedBy[reason]++;
     if (reason === 'slow_client' || reason === 'stalled') {
-      this.log.info('disconnected a live client that could not keep up; it resumes with Last-Event-ID', { reason, subject: connection.principal.subject });
+      this.log.info('disconnected a live client that could not keep up; it resumes with Last-Event-ID', {
+        reason,
+        subject: connection.principal.subject,
+      });
     }
   }
 

@@ -12,7 +12,8 @@ const resumeHeaders = z.object({ 'Last-Event-ID': positionSchema.optional() });
 const STREAM =
   'Each message is `id: <position>`, `event: <event type>`, `data: <LiveEvent JSON>`. The stream opens with `retry: <ms>` and a comment, and a `:` comment ' +
   'keeps it alive. A client that cannot keep up is disconnected and resumes; events are never skipped. A revoked grant ends the stream.';
-const RESUME = 'Resume with the Last-Event-ID header (it wins) or `?lastEventId=` (for a first connection): everything after that position, exactly once, in order, then live.';
+const RESUME =
+  'Resume with the Last-Event-ID header (it wins) or `?lastEventId=` (for a first connection): everything after that position, exactly once, in order, then live.';
 
 export const executionEventsContract = defineRoute({
   operationId: 'streamExecutionEvents',

@@ -17,7 +17,7 @@ export interface SseOutput {
 const joined = new WeakMap<readonly LiveEvent[], Buffer>();
 
 function joinedFrames(events: readonly LiveEvent[]): Buffer {
-  if (events.length === 1) return events[0]!.frame;
+  if (events.length === 1) return events[0].frame;
   let frames = joined.get(events);
   if (frames === undefined) joined.set(events, (frames = Buffer.concat(events.map((event) => event.frame))));
   return frames;
@@ -85,7 +85,7 @@ export class SseConnection implements LiveSink {
       return;
     }
     // Usually all of them: then `events` itself is sent, whose joined bytes its topic shares.
-    const fresh = this.isAfterCursor(events[0]!.position) ? events : events.filter((event) => this.isAfterCursor(event.position));
+    const fresh = this.isAfterCursor(events[0].position) ? events : events.filter((event) => this.isAfterCursor(event.position));
     if (fresh.length === 0) return;
     if (this.fullSince !== null || this.queue.length > 0) {
       for (const event of fresh) this.enqueue(event);
@@ -144,7 +144,7 @@ export class SseConnection implements LiveSink {
 
   /** Events after the cursor, in order, in one write. */
   private send(events: readonly LiveEvent[]): void {
-    this.cursor = events[events.length - 1]!.position;
+    this.cursor = events[events.length - 1].position;
     this.write(joinedFrames(events));
   }
 

@@ -34,7 +34,10 @@ export class AdvisoryLocks implements SessionLocks {
   /** One statement at a time on the session: acquisitions and releases may be requested at once. */
   private query<T extends pg.QueryResultRow>(session: Session, text: string, params: unknown[]): Promise<pg.QueryResult<T>> {
     const result = session.queue.then(async () => (await session.client).query<T>(text, params));
-    session.queue = result.then(() => undefined, () => undefined);
+    session.queue = result.then(
+      () => undefined,
+      () => undefined,
+    );
     return result;
   }
 

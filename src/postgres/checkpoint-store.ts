@@ -110,7 +110,11 @@ export function startCheckpointedSubscription(options: CheckpointedSubscriptionO
         if (signal.aborted) break;
         failures += 1;
         const delayMs = Math.min(retry.maxMs, retry.initialMs * 2 ** (failures - 1));
-        options.logger.warn('subscription failed; resuming from its checkpoint', { subscription: options.name, err: error, retryInMs: delayMs });
+        options.logger.warn('subscription failed; resuming from its checkpoint', {
+          subscription: options.name,
+          err: error,
+          retryInMs: delayMs,
+        });
         await sleep(delayMs, undefined, { signal }).catch(() => undefined);
       }
     }

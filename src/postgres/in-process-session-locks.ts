@@ -32,4 +32,3 @@ export class InProcessSessionLocks implements SessionLocks {
     this.mine.clear();
   }
 }
-

@@ -22,9 +22,15 @@ const lastQuery = new WeakMap<pg.Client, Promise<unknown>>();
  * One query at a time on the connection: node-postgres queues a query sent while another runs,
  * but warns that pg 9 will refuse it, and wake-ups, LISTENs and audience questions overlap.
  */
-function inTurn<R extends pg.QueryResultRow = pg.QueryResultRow>(client: pg.Client, query: string | pg.QueryConfig): Promise<pg.QueryResult<R>> {
+function inTurn<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  client: pg.Client,
+  query: string | pg.QueryConfig,
+): Promise<pg.QueryResult<R>> {
   const result = (lastQuery.get(client) ?? Promise.resolve()).then(() => client.query<R>(query));
-  lastQuery.set(client, result.catch(() => undefined));
+  lastQuery.set(
+    client,
+    result.catch(() => undefined),
+  );
   return result;
 }
 

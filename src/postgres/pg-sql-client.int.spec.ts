@@ -5,7 +5,6 @@ import { createTestDatabase } from '../../test/support/postgres-server.js';
 import { PgSqlClient } from './pg-sql-client.js';
 import { reusable } from './sql-client.port.js';
 
-
 describe('node-postgres SQL client', () => {
   let url: string;
   let client: PgSqlClient;
@@ -29,7 +28,9 @@ describe('node-postgres SQL client', () => {
         expect((await single.query(doubled, [2])).rows).toEqual([{ n: 4 }]);
         expect(await single.transaction(async (tx) => (await tx.query(doubled, [3])).rows)).toEqual([{ n: 6 }]);
         expect((await single.query(doubled, [4])).rows).toEqual([{ n: 8 }]);
-        const { rows } = await single.query<{ statement: string }>('select statement from pg_prepared_statements where name = $1', [doubled.name]);
+        const { rows } = await single.query<{ statement: string }>('select statement from pg_prepared_statements where name = $1', [
+          doubled.name,
+        ]);
         expect(rows).toEqual([{ statement: doubled.text }]);
       } finally {
         await single.close();
@@ -119,7 +120,9 @@ describe('node-postgres SQL client', () => {
       });
       await expect(failing).rejects.toThrow('decided against it');
       expect((await client.query('select n from counter')).rows).toEqual([]);
-      expect(await client.transaction(async (tx) => (await tx.query('insert into counter (n) values (2) returning n')).rows)).toEqual([{ n: 2 }]);
+      expect(await client.transaction(async (tx) => (await tx.query('insert into counter (n) values (2) returning n')).rows)).toEqual([
+        { n: 2 },
+      ]);
     });
   });
 
@@ -136,10 +139,14 @@ describe('node-postgres SQL client', () => {
         return { both: both.rows, last: last.rows };
       });
       expect(seen).toEqual({ both: [{ n: 20 }, { n: 21 }], last: [{ n: 21 }] });
-      expect((await client.query('select n from counter where n between 20 and 22 order by n')).rows).toEqual([{ n: 20 }, { n: 21 }, { n: 22 }]);
+      expect((await client.query('select n from counter where n between 20 and 22 order by n')).rows).toEqual([
+        { n: 20 },
+        { n: 21 },
+        { n: 22 },
+      ]);
     });
 
-    it('roll back when a queued write fails, and the transaction rejects with that write\'s own error', async () => {
+    it("roll back when a queued write fails, and the transaction rejects with that write's own error", async () => {
       const failing = client.transaction(async (tx) => {
         tx.queue('insert into counter (n) values (30)');
         tx.queue('insert into counter (n) values (30)'); // duplicate key
@@ -149,7 +156,9 @@ describe('node-postgres SQL client', () => {
       await expect(failing).rejects.toMatchObject({ code: '23505' });
       expect((await client.query('select n from counter where n in (30, 31)')).rows).toEqual([]);
       // The connection went back to the pool in a usable state.
-      expect((await client.transaction(async (tx) => (await tx.query('insert into counter (n) values (32) returning n')).rows))).toEqual([{ n: 32 }]);
+      expect(await client.transaction(async (tx) => (await tx.query('insert into counter (n) values (32) returning n')).rows)).toEqual([
+        { n: 32 },
+      ]);
     });
 
     it('report a failed write as the cause when a later statement is refused for it', async () => {
@@ -175,14 +184,19 @@ describe('node-postgres SQL client', () => {
   describe('when a transaction asks for an asynchronous commit', () => {
     it('runs with synchronous_commit off, commits its writes, and leaves the connection as it was', async () => {
       const setting = (tx: { query: PgSqlClient['query'] }) => tx.query<{ synchronous_commit: string }>('show synchronous_commit');
-      const inside = await client.transaction(async (tx) => {
-        await tx.query('insert into counter (n) values (3)');
-        return (await setting(tx)).rows[0]!.synchronous_commit;
-      }, { asynchronousCommit: true });
+      const inside = await client.transaction(
+        async (tx) => {
+          await tx.query('insert into counter (n) values (3)');
+          return (await setting(tx)).rows[0].synchronous_commit;
+        },
+        { asynchronousCommit: true },
+      );
       expect(inside).toBe('off');
       expect((await client.query('select n from counter where n = 3')).rows).toEqual([{ n: 3 }]);
       // Pooled connections are reused: the setting must not outlive the transaction.
-      const afterwards = await Promise.all(Array.from({ length: 5 }, () => client.transaction(async (tx) => (await setting(tx)).rows[0]!.synchronous_commit)));
+      const afterwards = await Promise.all(
+        Array.from({ length: 5 }, () => client.transaction(async (tx) => (await setting(tx)).rows[0].synchronous_commit)),
+      );
       expect(afterwards).toEqual(Array(5).fill('on'));
     });
   });

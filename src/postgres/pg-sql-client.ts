@@ -1,7 +1,14 @@
 import pg from 'pg';
 import { AdvisoryLocks } from './advisory-locks.js';
 import { PgSignalConnection } from './pg-signal-connection.js';
-import { sqlErrorInfo, type SessionLocks, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
+import {
+  sqlErrorInfo,
+  type SessionLocks,
+  type SqlClient,
+  type SqlTransaction,
+  type Statement,
+  type TransactionOptions,
+} from './sql-client.port.js';
 
 export interface PgSqlClientOptions {
   /**
@@ -50,7 +57,12 @@ export class PgSqlClient implements SqlClient {
     const send = (sql: Statement, params?: unknown[]) => {
       writeTogether(client);
       const result = client.query(queryConfig(sql, params));
-      answered.push(result.then(() => undefined, (error: unknown) => void (failed ??= { error })));
+      answered.push(
+        result.then(
+          () => undefined,
+          (error: unknown) => void (failed ??= { error }),
+        ),
+      );
       return result;
     };
     const tx: SqlTransaction = {
@@ -134,7 +146,7 @@ function writeTogether(client: PipelinedClient): void {
   corked.add(client);
   process.nextTick(() => {
     corked.delete(client);
-    stream.uncork!();
+    stream.uncork();
   });
 }
 

@@ -54,7 +54,7 @@ describe('PGlite SQL client', () => {
       expect((await client.query('select n from counter where n in (200, 201) order by n')).rows).toEqual([{ n: 200 }, { n: 201 }]);
     });
 
-    it('roll back when a queued write fails, and the transaction rejects with that write\'s own error', async () => {
+    it("roll back when a queued write fails, and the transaction rejects with that write's own error", async () => {
       const failing = client.transaction(async (tx) => {
         tx.queue('insert into counter (n) values (300)');
         tx.queue('insert into counter (n) values (300)'); // duplicate key

@@ -5,7 +5,14 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { InProcessSessionLocks } from './in-process-session-locks.js';
-import { statementText, type SessionLocks, type SqlClient, type SqlTransaction, type Statement, type TransactionOptions } from './sql-client.port.js';
+import {
+  statementText,
+  type SessionLocks,
+  type SqlClient,
+  type SqlTransaction,
+  type Statement,
+  type TransactionOptions,
+} from './sql-client.port.js';
 
 /**
  * SqlClient over one PGlite instance (the embedded mode). PGlite is a single connection:
@@ -47,7 +54,12 @@ export class PgliteSqlClient implements SqlClient {
       const result = await fn({
         query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }),
         queue: (sql: Statement, params?: unknown[]) =>
-          void queued.push(tx.query(statementText(sql), params).then(() => undefined, (error: unknown) => void (failed ??= { error }))),
+          void queued.push(
+            tx.query(statementText(sql), params).then(
+              () => undefined,
+              (error: unknown) => void (failed ??= { error }),
+            ),
+          ),
       });
       await Promise.all(queued);
       if (failed !== undefined) throw failed.error;
@@ -139,7 +151,11 @@ function runInitdbChild(dir: string): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ['--input-type=module', '-e', script], { maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, stderr) => {
       if (error === null) return resolve();
-      const detail = stderr.split('\n').map((line) => line.trim()).find((line) => /error/i.test(line)) ?? error.message.split('\n', 1)[0];
+      const detail =
+        stderr
+          .split('\n')
+          .map((line) => line.trim())
+          .find((line) => /error/i.test(line)) ?? error.message.split('\n', 1)[0];
       reject(new Error(`PGlite could not create a database in ${dir}: ${detail}`, { cause: error }));
     });
   });

@@ -28,9 +28,18 @@ export interface CatalogEntry {
 /** Every read model's versions with their checkpoints, as one snapshot. */
 export async function readCatalog(sql: SqlQueryable): Promise<Map<string, CatalogEntry>> {
   const { rows } = await sql.query<{
-    name: string; live_version: number; building_version: number | null; version: number; definition_version: number;
-    status: VersionStatus; rebuild_id: string | null; created_at: Date | string; switched_at: Date | string | null;
-    position: string | null; events_seen: string | number | null; updated_at: Date | string | null;
+    name: string;
+    live_version: number;
+    building_version: number | null;
+    version: number;
+    definition_version: number;
+    status: VersionStatus;
+    rebuild_id: string | null;
+    created_at: Date | string;
+    switched_at: Date | string | null;
+    position: string | null;
+    events_seen: string | number | null;
+    updated_at: Date | string | null;
   }>(
     `select p.name, p.live_version, p.building_version, v.version, v.definition_version, v.status, v.rebuild_id::text as rebuild_id,
             v.created_at, v.switched_at, c.position, c.events_seen, c.updated_at
@@ -74,7 +83,11 @@ export async function liveCheckpoint(sql: SqlQueryable, name: string): Promise<P
 }
 
 /** Where a version stands, and whether it has its indexes yet; null once it is gone. */
-export async function readCheckpoint(sql: SqlQueryable, name: string, version: number): Promise<{ position: Position | null; indexed: boolean } | null> {
+export async function readCheckpoint(
+  sql: SqlQueryable,
+  name: string,
+  version: number,
+): Promise<{ position: Position | null; indexed: boolean } | null> {
   const { rows } = await sql.query<{ position: string | null; indexed: boolean }>(
     `select c.position, v.indexed from projector.checkpoints c
      join projector.versions v on v.name = c.name and v.version = c.version
@@ -104,7 +117,14 @@ const CHECKPOINT_FENCED = 'FLF01';
  * for its switch. A refusal raises: every statement after it fails with the transaction, which
  * rejects with the refusal (see `checkpointRefusal`).
  */
-export function moveCheckpoint(tx: SqlTransaction, name: string, version: number, expected: Position | null, next: Position, events: number): void {
+export function moveCheckpoint(
+  tx: SqlTransaction,
+  name: string,
+  version: number,
+  expected: Position | null,
+  next: Position,
+  events: number,
+): void {
   tx.queue(MOVE_CHECKPOINT_SQL, [name, version, expected, next, events]);
 }
 
@@ -133,7 +153,12 @@ export async function holdLiveForSwitch(sql: SqlQueryable, name: string, buildin
  * builder's final batch). Locking the live checkpoint holds the live runner still meanwhile, and
  * deleting it fences that runner out: its next batch finds no checkpoint and stops.
  */
-export async function switchIfCaughtUp(tx: SqlQueryable, definition: AnyProjectionDefinition, version: number, position: Position): Promise<boolean> {
+export async function switchIfCaughtUp(
+  tx: SqlQueryable,
+  definition: AnyProjectionDefinition,
+  version: number,
+  position: Position,
+): Promise<boolean> {
   const { rows: projection } = await tx.query<{ live_version: number; building_version: number | null }>(
     'select live_version, building_version from projector.projections where name = $1 for update',
     [definition.name],
@@ -147,9 +172,15 @@ export async function switchIfCaughtUp(tx: SqlQueryable, definition: AnyProjecti
   const livePosition = checkpoint[0]?.position ?? null;
   if (livePosition !== null && position < livePosition) return false;
   await pointViewsAt(tx, definition, version);
-  await tx.query('update projector.projections set live_version = $2, building_version = null, switch_hold_until = null where name = $1', [definition.name, version]);
+  await tx.query('update projector.projections set live_version = $2, building_version = null, switch_hold_until = null where name = $1', [
+    definition.name,
+    version,
+  ]);
   await tx.query(`update projector.versions set status = 'retired' where name = $1 and version = $2`, [definition.name, live.live_version]);
-  await tx.query(`update projector.versions set status = 'live', switched_at = now() where name = $1 and version = $2`, [definition.name, version]);
+  await tx.query(`update projector.versions set status = 'live', switched_at = now() where name = $1 and version = $2`, [
+    definition.name,
+    version,
+  ]);
   await tx.query('delete from projector.checkpoints where name = $1 and version = $2', [definition.name, live.live_version]);
   return true;
 }
@@ -197,7 +228,9 @@ export async function requestRebuild(
       }
       await tx.query(`update projector.versions set status = 'abandoned' where name = $1 and version = $2`, [definition.name, building]);
     }
-    const { rows: max } = await tx.query<{ version: number }>('select max(version) as version from projector.versions where name = $1', [definition.name]);
+    const { rows: max } = await tx.query<{ version: number }>('select max(version) as version from projector.versions where name = $1', [
+      definition.name,
+    ]);
     const version = (max[0]?.version ?? 0) + 1;
     await createVersion(tx, definition, version, 'building', rebuildId);
     await tx.query('update projector.projections set building_version = $2 where name = $1', [definition.name, version]);

@@ -22,7 +22,9 @@ export interface ProjectionSource<E extends ProjectedEventBase> {
 export type VersionTables = Readonly<Record<string, string>>;
 
 /** One handler per event type: a new event type does not compile until every projection says what it does with it. */
-export type EventHandlers<Batch, E extends ProjectedEventBase> = { readonly [T in E['type']]: (batch: Batch, event: Extract<E, { type: T }>) => void };
+export type EventHandlers<Batch, E extends ProjectedEventBase> = {
+  readonly [T in E['type']]: (batch: Batch, event: Extract<E, { type: T }>) => void;
+};
 
 /**
  * What a runner remembers between its batches, for `begin` to take instead of reading the
@@ -106,7 +108,9 @@ export function versionSuffix(version: number): string {
 }
 
 export function versionTables(definition: AnyProjectionDefinition, version: number): VersionTables {
-  return Object.fromEntries(definition.relations.map((relation) => [relation, `${READ_MODELS_SCHEMA}.${relation}${versionSuffix(version)}`]));
+  return Object.fromEntries(
+    definition.relations.map((relation) => [relation, `${READ_MODELS_SCHEMA}.${relation}${versionSuffix(version)}`]),
+  );
 }
 
 /** Folds the batch's events in order, one handler each, then queues the writes (`commit`). */

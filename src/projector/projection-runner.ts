@@ -2,7 +2,15 @@ import type { EventStore, Position, RecordedEvent } from '../core/event-store.po
 import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
-import { checkpointRefusal, createIndexes, dropUnusedVersions, holdLiveForSwitch, moveCheckpoint, readCheckpoint, switchIfCaughtUp } from './projection-catalog.js';
+import {
+  checkpointRefusal,
+  createIndexes,
+  dropUnusedVersions,
+  holdLiveForSwitch,
+  moveCheckpoint,
+  readCheckpoint,
+  switchIfCaughtUp,
+} from './projection-catalog.js';
 import { BatchMemo, foldAndCommit, versionTables, type AnyProjectionDefinition, type ProjectedEventBase } from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
 
@@ -135,7 +143,7 @@ export class ProjectionRunner {
 
   private async applyOnce({ page, events }: PreparedPage): Promise<void> {
     const { sql, definition, version, hooks, batchSize } = this.options;
-    const next = page[page.length - 1]!.position;
+    const next = page[page.length - 1].position;
     const tables = versionTables(definition, version);
     const info: BatchInfo = { name: definition.name, version, role: this.role, position: next, events: page.length, switched: false };
     // A rebuild still without indexes creates them in the batch that reaches the head: a short
@@ -145,16 +153,20 @@ export class ProjectionRunner {
     // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
     // batch lost to a server crash is simply applied again from the log.
     try {
-      await sql.transaction(async (tx) => {
-        // The checkpoint moves first, refusing by raising, so nothing waits for its answer. The
-        // batch's reads (what the memo lacks) travel with it and BEGIN; its writes go with the
-        // COMMIT. A batch that needs no read is one round trip from BEGIN to COMMIT.
-        moveCheckpoint(tx, definition.name, version, this.position, next, page.length);
-        if (events.length > 0) foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, this.memo), events, this.memo);
-        if (indexNow) await createIndexes(tx, definition, version);
-        if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
-        await hooks?.beforeCommit?.(info);
-      }, { asynchronousCommit: true });
+      await sql.transaction(
+        async (tx) => {
+          // The checkpoint moves first, refusing by raising, so nothing waits for its answer. The
+          // batch's reads (what the memo lacks) travel with it and BEGIN; its writes go with the
+          // COMMIT. A batch that needs no read is one round trip from BEGIN to COMMIT.
+          moveCheckpoint(tx, definition.name, version, this.position, next, page.length);
+          if (events.length > 0)
+            foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, this.memo), events, this.memo);
+          if (indexNow) await createIndexes(tx, definition, version);
+          if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
+          await hooks?.beforeCommit?.(info);
+        },
+        { asynchronousCommit: true },
+      );
     } catch (error) {
       // What the batch remembered was rolled back with it.
       this.memo.clear();
@@ -205,7 +217,12 @@ function prepare(page: RecordedEvent[], source: AnyProjectionDefinition['source'
  */
 async function* readAhead<T, U>(source: AsyncIterable<T>, abort: () => void, transform: (value: T) => U): AsyncGenerator<U> {
   const iterator = source[Symbol.asyncIterator]();
-  const read = () => iterator.next().then((r): IteratorResult<U, undefined> => (r.done === true ? { done: true, value: undefined } : { done: false, value: transform(r.value) }));
+  const read = () =>
+    iterator
+      .next()
+      .then((r): IteratorResult<U, undefined> =>
+        r.done === true ? { done: true, value: undefined } : { done: false, value: transform(r.value) },
+      );
   let next = read();
   try {
     for (;;) {

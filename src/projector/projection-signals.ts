@@ -150,9 +150,11 @@ export class ProjectionSignals {
     this.closed = true;
     if (this.watchTimer !== null) clearTimeout(this.watchTimer);
     await Promise.all([this.notifier.flush(), this.hurryNotifier.flush()]);
-    const unlisten = await Promise.all([this.listening, this.hurryListening, this.watchListening]);
+    const unlisten = await Promise.all(
+      [this.listening, this.hurryListening, this.watchListening].map((listening) => listening ?? Promise.resolve(null)),
+    );
     this.listening = this.hurryListening = this.watchListening = null;
-    await Promise.all(unlisten.map((stop) => stop?.().catch(() => undefined)));
+    await Promise.all(unlisten.filter((stop) => stop !== null).map((stop) => stop().catch(() => undefined)));
   }
 
   /** Says which projections this process's live streams follow, now and every second while any does. */

@@ -1,4 +1,12 @@
-import { Global, Inject, Injectable, Module, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Global,
+  Inject,
+  Injectable,
+  Module,
+  type DynamicModule,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
@@ -66,21 +74,36 @@ export class ProjectorModule {
         provide: ProjectionSignals,
         inject: [READ_MODEL_SQL, LOGGER],
         useFactory: (sql: SqlClient, logger: Logger) =>
-          new ProjectionSignals(sql, (error) => logger.warn('projection wake-up failed; readers fall back to polling', { error: String(error) })),
+          new ProjectionSignals(sql, (error) =>
+            logger.warn('projection wake-up failed; readers fall back to polling', { error: String(error) }),
+          ),
       },
       ReadConsistency,
       {
         provide: Projector,
         inject: [READ_MODEL_SQL, EVENT_STORE, PROJECTION_DEFINITIONS, ProjectionSignals, LOGGER, PROJECTION_CATALOG_READY],
-        useFactory: (sql: SqlClient, store: EventStore, definitions: readonly AnyProjectionDefinition[], signals: ProjectionSignals, logger: Logger) =>
-          new Projector({ sql, store, definitions, signals, logger, options: options.projector }),
+        useFactory: (
+          sql: SqlClient,
+          store: EventStore,
+          definitions: readonly AnyProjectionDefinition[],
+          signals: ProjectionSignals,
+          logger: Logger,
+        ) => new Projector({ sql, store, definitions, signals, logger, options: options.projector }),
       },
       ProjectorLifecycle,
     ];
     return {
       module: ProjectorModule,
       providers,
-      exports: [PROJECTION_DEFINITIONS, PROJECTOR_RUNS, PROJECTION_CATALOG_READY, ReadModelSettings, ProjectionSignals, ReadConsistency, Projector],
+      exports: [
+        PROJECTION_DEFINITIONS,
+        PROJECTOR_RUNS,
+        PROJECTION_CATALOG_READY,
+        ReadModelSettings,
+        ProjectionSignals,
+        ReadConsistency,
+        Projector,
+      ],
     };
   }
 }

@@ -152,7 +152,11 @@ export class Projector {
     if ((building ?? live).definitionVersion < definition.version) {
       // This code projects differently from what is stored: rebuild beside it, switch when caught up.
       const { version } = await requestRebuild(this.deps.sql, definition, randomUUID());
-      this.log.info('projection definition changed; rebuilding', { projection: definition.name, version, definitionVersion: definition.version });
+      this.log.info('projection definition changed; rebuilding', {
+        projection: definition.name,
+        version,
+        definitionVersion: definition.version,
+      });
       this.again = true;
       return;
     }
@@ -187,7 +191,15 @@ export class Projector {
     const { sql, store, signals } = this.deps;
     const batchSize = role === 'building' ? this.options.rebuildBatchSize : this.options.liveBatchSize;
     const runner = new ProjectionRunner({
-      sql, store, definition, version, role, batchSize, signals, log: this.log, hooks: this.options.hooks,
+      sql,
+      store,
+      definition,
+      version,
+      role,
+      batchSize,
+      signals,
+      log: this.log,
+      hooks: this.options.hooks,
       gatherMs: definition.feedsLiveStreams === true ? () => this.gatherMsOf(definition) : this.options.gatherMs,
       onCommitted: () => this.failures.delete(key),
     });

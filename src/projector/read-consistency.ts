@@ -22,7 +22,12 @@ export const MIN_POSITION_HEADER = 'x-flostra-min-position';
 
 /** Query parameters every read-model query accepts; spread into its strict query schema. */
 export const consistencyQueryFields = {
-  minPosition: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'visible ASCII characters only').optional(),
+  minPosition: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[\x21-\x7e]+$/, 'visible ASCII characters only')
+    .optional(),
   consistency: z.enum(['latest', 'eventual']).optional(),
 };
 
@@ -54,7 +59,8 @@ export class ReadConsistency {
   /** Resolves once `projection` reflects `requirement`; UnavailableError (503) after the bound. */
   async waitFor(projection: string, requirement: ReadRequirement): Promise<void> {
     if (requirement.kind === 'eventual') return;
-    if (requirement.kind === 'position') this.validate(requirement.position, this.known.get(projection) ?? (await this.readCheckpoint(projection)));
+    if (requirement.kind === 'position')
+      this.validate(requirement.position, this.known.get(projection) ?? (await this.readCheckpoint(projection)));
     const target = requirement.kind === 'latest' ? await this.store.headPosition() : requirement.position;
     if (target === null || this.reached(projection, target)) return;
     let signalled = false;
@@ -117,7 +123,7 @@ export class ReadConsistency {
     const applied = appliedRevision(first);
     const newer = await this.store.readStream(streamId, { fromRevision: applied === null ? 0 : applied + 1 });
     if (newer.length === 0) return first;
-    await this.waitFor(projection, { kind: 'position', position: newer[newer.length - 1]!.position });
+    await this.waitFor(projection, { kind: 'position', position: newer[newer.length - 1].position });
     return read();
   }
 

@@ -33,7 +33,14 @@ export class WatchdogProcess implements OnModuleInit, OnModuleDestroy {
 
   async onModuleInit(): Promise<void> {
     const logger = this.logger.child({ component: 'watchdog' });
-    this.watchdog = await createWatchdog({ store: this.store, executions: this.executions, sql: this.sql, clock: this.clock, ids: this.ids, logger });
+    this.watchdog = await createWatchdog({
+      store: this.store,
+      executions: this.executions,
+      sql: this.sql,
+      clock: this.clock,
+      ids: this.ids,
+      logger,
+    });
     this.watchdog.start();
     logger.info('watchdog started');
   }

@@ -47,10 +47,17 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
 
         await eventually(() => consumer.completed.length >= 1, 'the message');
         const [message] = consumer.received;
-        expect(message).toEqual({ topic, partition: expect.any(Number), offset: expect.any(String), key: 'execution-1', value: '{"n":1}', headers });
-        expect(message!.partition).toBeGreaterThanOrEqual(0);
-        expect(message!.partition).toBeLessThan(4);
-        expect(message!.offset).toMatch(/^\d+$/);
+        expect(message).toEqual({
+          topic,
+          partition: expect.any(Number),
+          offset: expect.any(String),
+          key: 'execution-1',
+          value: '{"n":1}',
+          headers,
+        });
+        expect(message.partition).toBeGreaterThanOrEqual(0);
+        expect(message.partition).toBeLessThan(4);
+        expect(message.offset).toMatch(/^\d+$/);
         await consumer.handle.stop();
       });
     });
@@ -62,7 +69,9 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         for (let start = 0; start < all.length; start += 50) await bus.publish(topic, all.slice(start, start + 50));
         const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic, concurrency: 4 });
 
-        await eventually(() => consumer.values(consumer.completed).size === all.length, { what: () => `${all.length} messages, got ${consumer.values().size}` });
+        await eventually(() => consumer.values(consumer.completed).size === all.length, {
+          what: () => `${all.length} messages, got ${consumer.values().size}`,
+        });
         const byKey = new Map<string, IncomingMessage[]>();
         for (const message of consumer.received) byKey.set(message.key, [...(byKey.get(message.key) ?? []), message]);
         expect(byKey.size).toBe(16);
@@ -133,7 +142,9 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         expect(first.crashes).toEqual([failure]);
         const poisoned = failed!;
         // Nothing after the failed message in its partition was handled: the consumer stopped.
-        const later = first.completed.filter((message) => message.partition === poisoned.partition && BigInt(message.offset) > BigInt(poisoned.offset));
+        const later = first.completed.filter(
+          (message) => message.partition === poisoned.partition && BigInt(message.offset) > BigInt(poisoned.offset),
+        );
         expect(later).toEqual([]);
         expect(first.values(first.completed).has(poisoned.value)).toBe(false);
         await first.handle.stop();
@@ -165,16 +176,25 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         await eventually(() => batches.flat().length >= all.length, { what: () => `${batches.flat().length} of ${all.length} messages` });
         await handle.stop();
 
-        expect(batches.flat().map((m) => m.value).sort()).toEqual(all.map((m) => m.value).sort());
+        expect(
+          batches
+            .flat()
+            .map((m) => m.value)
+            .sort(),
+        ).toEqual(all.map((m) => m.value).sort());
         for (const batch of batches) {
           expect(batch.length).toBeLessThanOrEqual(16);
           expect(new Set(batch.map((m) => m.partition)).size).toBe(1);
           const offsets = batch.map((m) => Number(m.offset));
-          expect(offsets).toEqual(offsets.map((_, i) => offsets[0]! + i));
+          expect(offsets).toEqual(offsets.map((_, i) => offsets[0] + i));
         }
         // Everything was stored before the consumer joined: it came in batches, not one by one.
         expect(batches.some((batch) => batch.length > 1)).toBe(true);
-        const orderOf = (key: string) => batches.flat().filter((m) => m.key === key).map((m) => Number(m.value.slice(2)));
+        const orderOf = (key: string) =>
+          batches
+            .flat()
+            .filter((m) => m.key === key)
+            .map((m) => Number(m.value.slice(2)));
         for (let k = 0; k < 8; k++) expect(orderOf(`key-${k}`)).toEqual([...orderOf(`key-${k}`)].sort((a, b) => a - b));
       });
 
@@ -203,7 +223,7 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         await eventually(() => crashes.length > 0, 'onCrash');
         await first.stop();
         expect(crashes).toEqual([failure]);
-        const firstRefused = Number(refused![0]!.offset);
+        const firstRefused = Number(refused![0].offset);
         expect(handled.filter((m) => Number(m.offset) >= firstRefused)).toEqual([]);
 
         const second: IncomingMessage[] = [];
@@ -236,7 +256,9 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
             finished.push(message.value);
           },
         });
-        await eventually(() => finished.length === all.length - 1, { what: () => `${finished.length} of ${all.length - 1} messages behind the slow one` });
+        await eventually(() => finished.length === all.length - 1, {
+          what: () => `${finished.length} of ${all.length - 1} messages behind the slow one`,
+        });
         expect(finished).not.toContain('v-0');
         slow.open();
         await eventually(() => finished.includes('v-0'), 'the slow message');
@@ -286,7 +308,11 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
       it('reports every partition, ends that count the published messages, and commits that reach them once handled', async () => {
         const topic = await newTopic(3);
         const groupId = uniqueName('group');
-        const zeros = new Map([[0, 0n], [1, 0n], [2, 0n]]);
+        const zeros = new Map([
+          [0, 0n],
+          [1, 0n],
+          [2, 0n],
+        ]);
         expect(await bus.endOffsets(topic)).toEqual(zeros);
         expect(await bus.committedOffsets(groupId, topic)).toEqual(zeros);
 
@@ -312,9 +338,9 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
           },
         });
         await held.promise;
-        const heldPartition = consumer.received[0]!.partition;
+        const heldPartition = consumer.received[0].partition;
         const committedWhileHeld = await bus.committedOffsets(groupId, topic);
-        expect(committedWhileHeld.get(heldPartition)).toBe(BigInt(consumer.received[0]!.offset));
+        expect(committedWhileHeld.get(heldPartition)).toBe(BigInt(consumer.received[0].offset));
         release.open();
 
         await eventually(async () => expect(new Map(await bus.committedOffsets(groupId, topic))).toEqual(ends), {
@@ -348,7 +374,13 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         const added = uniqueName('topic');
         await bus.ensureTopics([{ topic, partitions: 3 }]);
         await bus.ensureTopics([{ topic, partitions: 3 }]);
-        await Promise.all([bus.ensureTopics([{ topic, partitions: 3 }]), bus.ensureTopics([{ topic, partitions: 3 }, { topic: added, partitions: 2 }])]);
+        await Promise.all([
+          bus.ensureTopics([{ topic, partitions: 3 }]),
+          bus.ensureTopics([
+            { topic, partitions: 3 },
+            { topic: added, partitions: 2 },
+          ]),
+        ]);
 
         const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic: added });
         await bus.publish(topic, [{ key: 'k', value: 'first' }]);

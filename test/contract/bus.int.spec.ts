@@ -24,7 +24,10 @@ describe('Kafka bus without a reachable broker', () => {
   it('rejects a publish once its timeout has passed, rather than dropping it', async () => {
     const bus = new KafkaBus({ brokers: [`127.0.0.1:${await closedPort()}`], logger: quietLogger(), publishTimeoutMs: 1_000 });
     try {
-      const error = await bus.publish('flostra.nowhere.v1', [{ key: 'k', value: 'v' }]).then(() => undefined, (caught: unknown) => caught);
+      const error = await bus.publish('flostra.nowhere.v1', [{ key: 'k', value: 'v' }]).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(BusPublishError);
       expect(error).toMatchObject({ code: 'unavailable', topic: 'flostra.nowhere.v1' });
     } finally {
@@ -74,48 +77,58 @@ describe('Kafka bus across broker restarts', () => {
   it.each([
     ['a clean shutdown', false],
     ['a kill -9', true],
-  ])('consumes every acknowledged message when the broker restarts after %s mid-stream', async (_how, hard) => {
-    const logs: string[] = [];
-    const bus = new KafkaBus({ brokers: broker.brokers, logger: quietLogger(logs), publishTimeoutMs: 60_000 });
-    try {
-      const topic = uniqueName('restart');
-      await bus.ensureTopics([{ topic, partitions: 4 }]);
-      const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic, concurrency: 2 });
+  ])(
+    'consumes every acknowledged message when the broker restarts after %s mid-stream',
+    async (_how, hard) => {
+      const logs: string[] = [];
+      const bus = new KafkaBus({ brokers: broker.brokers, logger: quietLogger(logs), publishTimeoutMs: 60_000 });
+      try {
+        const topic = uniqueName('restart');
+        await bus.ensureTopics([{ topic, partitions: 4 }]);
+        const consumer = await recordConsumer(bus, { groupId: uniqueName('group'), topic, concurrency: 2 });
 
-      const acked = new Set<string>();
-      const failed: unknown[] = [];
-      let restarted = false;
-      let ackedAfterRestart = 0;
-      let stopProducing = false;
-      const producing = (async () => {
-        for (let n = 0; !stopProducing && n < 5_000; n++) {
-          const value = `r-${n}`;
-          try {
-            await bus.publish(topic, [{ key: `execution-${n % 10}`, value }]);
-            acked.add(value);
-            if (restarted) ackedAfterRestart++;
-          } catch (error) {
-            failed.push(error); // not acknowledged: the promise covers only acked messages
+        const acked = new Set<string>();
+        const failed: unknown[] = [];
+        let restarted = false;
+        let ackedAfterRestart = 0;
+        let stopProducing = false;
+        const producing = (async () => {
+          for (let n = 0; !stopProducing && n < 5_000; n++) {
+            const value = `r-${n}`;
+            try {
+              await bus.publish(topic, [{ key: `execution-${n % 10}`, value }]);
+              acked.add(value);
+              if (restarted) ackedAfterRestart++;
+            } catch (error) {
+              failed.push(error); // not acknowledged: the promise covers only acked messages
+            }
+            await sleep(5);
           }
-          await sleep(5);
-        }
-      })();
+        })();
 
-      await eventually(() => acked.size >= 50 && consumer.completed.length >= 20, 'traffic before the restart');
-      await broker.restart({ hard });
-      restarted = true;
-      await eventually(() => ackedAfterRestart >= 50, { what: () => `publishes acknowledged after the restart (${ackedAfterRestart}; failures: ${failed.map(String).join('; ')})`, timeoutMs: 60_000 });
-      stopProducing = true;
-      await producing;
+        await eventually(() => acked.size >= 50 && consumer.completed.length >= 20, 'traffic before the restart');
+        await broker.restart({ hard });
+        restarted = true;
+        await eventually(() => ackedAfterRestart >= 50, {
+          what: () => `publishes acknowledged after the restart (${ackedAfterRestart}; failures: ${failed.map(String).join('; ')})`,
+          timeoutMs: 60_000,
+        });
+        stopProducing = true;
+        await producing;
 
-      const missing = () => [...acked].filter((value) => !consumer.values(consumer.completed).has(value));
-      await eventually(() => missing().length === 0, { what: () => `every acknowledged message consumed: ${missing().length} of ${acked.size} missing`, timeoutMs: 90_000 });
-      expect(consumer.crashes).toEqual([]);
-      await consumer.handle.stop();
-    } finally {
-      await bus.close();
-    }
-  }, 240_000);
+        const missing = () => [...acked].filter((value) => !consumer.values(consumer.completed).has(value));
+        await eventually(() => missing().length === 0, {
+          what: () => `every acknowledged message consumed: ${missing().length} of ${acked.size} missing`,
+          timeoutMs: 90_000,
+        });
+        expect(consumer.crashes).toEqual([]);
+        await consumer.handle.stop();
+      } finally {
+        await bus.close();
+      }
+    },
+    240_000,
+  );
 });
 
 /** A loopback port nothing listens on. */

@@ -30,7 +30,10 @@ export function uniquePrefix(): string {
 }
 
 export async function expectConflict(attempt: Promise<unknown>, expected: string, actual: string): Promise<void> {
-  const error = await attempt.then(() => undefined, (caught: unknown) => caught);
+  const error = await attempt.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(error).toBeInstanceOf(WrongExpectedRevisionError);
   expect(error).toMatchObject({ code: 'concurrency_conflict', expected, actual });
 }
@@ -83,7 +86,8 @@ export function recordSubscription(store: EventStore, options: Omit<SubscribeOpt
         },
         {
           // Enough to tell a stall (the last events never came) from a skip (a gap before them).
-          what: () => `${count} events: ${events.length} came (batches ${batchSizes.join(',') || 'none'}; last position ${events.at(-1)?.position ?? 'none'})`,
+          what: () =>
+            `${count} events: ${events.length} came (batches ${batchSizes.join(',') || 'none'}; last position ${events.at(-1)?.position ?? 'none'})`,
           timeoutMs,
           intervalMs: 5,
         },

@@ -41,7 +41,7 @@ export function subscriptionContract({ store, otherStore }: ContractContext): vo
       await otherStore().appendToStream(`${prefix}1`, [event], { expectedRevision: 'no_stream' });
       const [delivered] = await subscription.waitFor(1, 5_000);
       await subscription.stop();
-      expect(delivered!.id).toBe(event.id);
+      expect(delivered.id).toBe(event.id);
     });
 
     it('resumes strictly after the position a reconnecting client last saw', async () => {
@@ -49,7 +49,7 @@ export function subscriptionContract({ store, otherStore }: ContractContext): vo
       const head = await store().headPosition();
       for (let n = 0; n < 4; n++) await store().appendToStream(`${prefix}1`, [newEvent('Counted', { n })], { expectedRevision: 'any' });
       const log = await store().readAll({ after: head, maxCount: 10, streamPrefixes: [prefix] });
-      const subscription = recordSubscription(store(), { after: log[1]!.position, streamPrefixes: [prefix] });
+      const subscription = recordSubscription(store(), { after: log[1].position, streamPrefixes: [prefix] });
       await subscription.waitFor(2);
       await sleep(50);
       await subscription.stop();
@@ -76,7 +76,9 @@ export function subscriptionContract({ store, otherStore }: ContractContext): vo
           // Which events never came, in log order, and through which store: a stall or a skip.
           const got = new Set(subscription.events.map((event) => event.id));
           const missing = log.flatMap((event, index) => (got.has(event.id) ? [] : [index]));
-          throw new Error(`subscriber ${i} (${i % 2 === 0 ? 'store' : 'otherStore'}): ${String(error)}; missing log indexes ${missing.join(',')}`);
+          throw new Error(
+            `subscriber ${i} (${i % 2 === 0 ? 'store' : 'otherStore'}): ${String(error)}; missing log indexes ${missing.join(',')}`,
+          );
         });
       }
       await sleep(100);

@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ValidationFailedError, WrongExpectedRevisionError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import { expectConflict, newEvent, uniquePrefix, type ContractContext, type EventStoreCapabilities, type EventStoreFixture } from './event-store-contract.support.js';
+import {
+  expectConflict,
+  newEvent,
+  uniquePrefix,
+  type ContractContext,
+  type EventStoreCapabilities,
+  type EventStoreFixture,
+} from './event-store-contract.support.js';
 import { subscriptionContract } from './event-store-subscription.contract.js';
 
 export type { EventStoreCapabilities, EventStoreFixture } from './event-store-contract.support.js';
@@ -41,11 +48,11 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
         const result = await store.appendToStream(streamId, events, { expectedRevision: 'no_stream' });
         const read = await store.readStream(streamId);
         expect(read.map(({ id, type, streamId: s, revision, data, metadata }) => ({ id, type, s, revision, data, metadata }))).toEqual([
-          { id: events[0]!.id, type: 'OrderPlaced', s: streamId, revision: 0, data: events[0]!.data, metadata: { actor: 'alice' } },
-          { id: events[1]!.id, type: 'OrderPaid', s: streamId, revision: 1, data: events[1]!.data, metadata: {} },
+          { id: events[0].id, type: 'OrderPlaced', s: streamId, revision: 0, data: events[0].data, metadata: { actor: 'alice' } },
+          { id: events[1].id, type: 'OrderPaid', s: streamId, revision: 1, data: events[1].data, metadata: {} },
         ]);
-        expect(result).toEqual({ nextRevision: 1, position: read[1]!.position });
-        expect(new Date(read[0]!.recordedAt).toISOString()).toBe(read[0]!.recordedAt);
+        expect(result).toEqual({ nextRevision: 1, position: read[1].position });
+        expect(new Date(read[0].recordedAt).toISOString()).toBe(read[0].recordedAt);
       });
 
       it('reads a stream that does not exist as empty', async () => {
@@ -54,9 +61,16 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
 
       it('reads from a revision, at most maxCount events', async () => {
         const streamId = `${uniquePrefix()}1`;
-        await store.appendToStream(streamId, [0, 1, 2, 3].map((n) => newEvent('Counted', { n })), { expectedRevision: 'no_stream' });
+        await store.appendToStream(
+          streamId,
+          [0, 1, 2, 3].map((n) => newEvent('Counted', { n })),
+          { expectedRevision: 'no_stream' },
+        );
         const read = await store.readStream(streamId, { fromRevision: 1, maxCount: 2 });
-        expect(read.map((event) => [event.revision, event.data])).toEqual([[1, { n: 1 }], [2, { n: 2 }]]);
+        expect(read.map((event) => [event.revision, event.data])).toEqual([
+          [1, { n: 1 }],
+          [2, { n: 2 }],
+        ]);
       });
     });
 
@@ -69,9 +83,15 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
 
       it("appends with 'stream_exists' to an existing stream and rejects it on a missing one", async () => {
         const streamId = `${uniquePrefix()}1`;
-        await expectConflict(store.appendToStream(streamId, [newEvent()], { expectedRevision: 'stream_exists' }), 'stream_exists', 'no_stream');
+        await expectConflict(
+          store.appendToStream(streamId, [newEvent()], { expectedRevision: 'stream_exists' }),
+          'stream_exists',
+          'no_stream',
+        );
         await store.appendToStream(streamId, [newEvent()], { expectedRevision: 'any' });
-        expect(await store.appendToStream(streamId, [newEvent()], { expectedRevision: 'stream_exists' })).toMatchObject({ nextRevision: 1 });
+        expect(await store.appendToStream(streamId, [newEvent()], { expectedRevision: 'stream_exists' })).toMatchObject({
+          nextRevision: 1,
+        });
       });
 
       it('appends at the exact last revision and rejects a stale or missing one', async () => {
@@ -93,7 +113,9 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
         const streamId = `${uniquePrefix()}1`;
         await store.appendToStream(streamId, [newEvent()], { expectedRevision: 'no_stream' });
         const outcomes = await Promise.allSettled(
-          Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? store : other).appendToStream(streamId, [newEvent()], { expectedRevision: 0 })),
+          Array.from({ length: 12 }, (_, i) =>
+            (i % 2 === 0 ? store : other).appendToStream(streamId, [newEvent()], { expectedRevision: 0 }),
+          ),
         );
         expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
         for (const outcome of outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected')) {
@@ -106,7 +128,9 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
       it("lets exactly one of many concurrent first appends with 'no_stream' win", async () => {
         const streamId = `${uniquePrefix()}1`;
         const outcomes = await Promise.allSettled(
-          Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? store : other).appendToStream(streamId, [newEvent()], { expectedRevision: 'no_stream' })),
+          Array.from({ length: 12 }, (_, i) =>
+            (i % 2 === 0 ? store : other).appendToStream(streamId, [newEvent()], { expectedRevision: 'no_stream' }),
+          ),
         );
         expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
         for (const outcome of outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected')) {
@@ -140,7 +164,9 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
         expect(await store.readStream(`${prefix}1`)).toEqual([]);
         expect(await store.readAll({ after: head, maxCount: 10, streamPrefixes: [prefix] })).toEqual([]);
         // Not even the stream was created: the first append can still claim it.
-        expect(await store.appendToStream(`${prefix}1`, batch.slice(0, 2), { expectedRevision: 'no_stream' })).toMatchObject({ nextRevision: 1 });
+        expect(await store.appendToStream(`${prefix}1`, batch.slice(0, 2), { expectedRevision: 'no_stream' })).toMatchObject({
+          nextRevision: 1,
+        });
       });
 
       it('rejects malformed input with a validation error and writes nothing', async () => {
@@ -161,7 +187,13 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
         const prefix = uniquePrefix();
         const head = await store.headPosition();
         const appended = [];
-        for (const [stream, n] of [['a', 0], ['b', 1], ['a', 2], ['c', 3], ['b', 4]] as const) {
+        for (const [stream, n] of [
+          ['a', 0],
+          ['b', 1],
+          ['a', 2],
+          ['c', 3],
+          ['b', 4],
+        ] as const) {
           const event = newEvent('Counted', { n });
           await store.appendToStream(`${prefix}${stream}`, [event], { expectedRevision: 'any' });
           appended.push(event.id);
@@ -170,14 +202,14 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
         expect(all.map((event) => event.id)).toEqual(appended);
         const paged = [];
         let cursor = head;
-        for (let page = await store.readAll({ after: cursor, maxCount: 2, streamPrefixes: [prefix] }); page.length > 0; ) {
+        for (let page = await store.readAll({ after: cursor, maxCount: 2, streamPrefixes: [prefix] }); page.length > 0;) {
           expect(page.length).toBeLessThanOrEqual(2);
           paged.push(...page);
-          cursor = page[page.length - 1]!.position;
+          cursor = page[page.length - 1].position;
           page = await store.readAll({ after: cursor, maxCount: 2, streamPrefixes: [prefix] });
         }
         expect(paged).toEqual(all);
-        expect(await store.readAll({ after: all[2]!.position, maxCount: 100, streamPrefixes: [prefix] })).toEqual(all.slice(3));
+        expect(await store.readAll({ after: all[2].position, maxCount: 100, streamPrefixes: [prefix] })).toEqual(all.slice(3));
       });
 
       it('returns only streams that start with one of the prefixes', async () => {
@@ -197,7 +229,7 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
         expect(head).not.toBeNull();
         expect(await store.readAll({ after: head, maxCount: 10, streamPrefixes: [prefix] })).toEqual([]);
         const [event] = await store.readStream(`${prefix}1`);
-        expect(event!.position).toBe(result.position);
+        expect(event.position).toBe(result.position);
       });
 
       it('rejects a cursor it did not issue with a validation error', async () => {

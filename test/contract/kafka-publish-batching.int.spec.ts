@@ -23,14 +23,16 @@ describe('Kafka bus under concurrent publishes', () => {
   it('acknowledges every call and delivers each message once, every key in call order', async () => {
     const topics = [uniqueName('batched'), uniqueName('batched')];
     await bus.ensureTopics(topics.map((topic) => ({ topic, partitions: 4 })));
-    const consumers = await Promise.all(topics.map((topic) => recordConsumer(bus, { groupId: uniqueName('group'), topic, concurrency: 4 })));
+    const consumers = await Promise.all(
+      topics.map((topic) => recordConsumer(bus, { groupId: uniqueName('group'), topic, concurrency: 4 })),
+    );
 
     const calls: Promise<void>[] = [];
     let total = 0;
     for (let call = 0; call < 200; call++) {
       const messages = Array.from({ length: 1 + (call % 3) }, (_, n) => ({ key: `execution-${(call + n) % 10}`, value: `${call}.${n}` }));
       total += messages.length;
-      calls.push(bus.publish(topics[call % 2]!, messages));
+      calls.push(bus.publish(topics[call % 2], messages));
       if (call % 10 === 9) await sleep(1);
     }
     await Promise.all(calls);
@@ -40,8 +42,10 @@ describe('Kafka bus under concurrent publishes', () => {
     const received = consumers.flatMap((consumer) => consumer.received);
     expect(received).toHaveLength(total);
     for (const [topic, key] of keysOf(received)) {
-      const sequence = received.filter((message) => message.topic === topic && message.key === key).map((message) => message.value.split('.').map(Number));
-      const inCallOrder = [...sequence].sort(([callA, nA], [callB, nB]) => callA! - callB! || nA! - nB!);
+      const sequence = received
+        .filter((message) => message.topic === topic && message.key === key)
+        .map((message) => message.value.split('.').map(Number));
+      const inCallOrder = [...sequence].sort(([callA, nA], [callB, nB]) => callA - callB || nA - nB);
       expect({ topic, key, sequence }).toEqual({ topic, key, sequence: inCallOrder });
     }
     await Promise.all(consumers.map((consumer) => consumer.handle.stop()));
@@ -53,7 +57,10 @@ describe('Kafka bus under concurrent publishes', () => {
     const admin = new kafkajs.Kafka({ brokers: testKafkaBrokers(), logLevel: kafkajs.logLevel.NOTHING }).admin();
     await admin.connect();
     try {
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: limited, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '4096' }] }] });
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic: limited, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '4096' }] }],
+      });
     } finally {
       await admin.disconnect();
     }

@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UnavailableError, ValidationFailedError, WrongExpectedRevisionError } from '../../src/core/errors.js';
 import type { Position } from '../../src/core/event-store.port.js';
-import { KurrentDbEventStore, type KurrentDbEventStoreOptions, type KurrentDbSubscribeOptions } from '../../src/event-store/kurrentdb/kurrentdb-event-store.js';
+import {
+  KurrentDbEventStore,
+  type KurrentDbEventStoreOptions,
+  type KurrentDbSubscribeOptions,
+} from '../../src/event-store/kurrentdb/kurrentdb-event-store.js';
 import { KurrentDbDouble, type KurrentDbDoubleOptions } from '../support/kurrentdb-double/kurrentdb-double.js';
 import { eventually } from '../support/eventually.js';
 import { newEvent, recordSubscription, uniquePrefix, type EventStoreFixture } from './event-store-contract.support.js';
@@ -14,10 +18,14 @@ function fixtureFor(url: string, dispose?: () => Promise<void>): EventStoreFixtu
   return { open: async () => KurrentDbEventStore.connect(url), dispose };
 }
 
-eventStoreContract('KurrentDB over the gRPC double', async () => {
-  const double = await KurrentDbDouble.start();
-  return fixtureFor(double.url, () => double.stop());
-}, { globallyUniqueEventIds: false });
+eventStoreContract(
+  'KurrentDB over the gRPC double',
+  async () => {
+    const double = await KurrentDbDouble.start();
+    return fixtureFor(double.url, () => double.stop());
+  },
+  { globallyUniqueEventIds: false },
+);
 
 const realServer = process.env.KURRENTDB_URL?.trim();
 if (realServer) {
@@ -51,12 +59,16 @@ describe('KurrentDB event store', () => {
       const prefix = uniquePrefix();
       const results = [];
       for (let n = 0; n < 12; n++) {
-        results.push(await given.store.appendToStream(`${prefix}${n % 3}`, [newEvent('Counted', { n, pad: 'x'.repeat(200) })], { expectedRevision: 'any' }));
+        results.push(
+          await given.store.appendToStream(`${prefix}${n % 3}`, [newEvent('Counted', { n, pad: 'x'.repeat(200) })], {
+            expectedRevision: 'any',
+          }),
+        );
       }
       const positions = results.map((result) => result.position);
       expect(positions.every((position) => /^\d{20}-\d{20}$/.test(position))).toBe(true);
-      expect(positions[0]! < '00000000000001000000').toBe(true);
-      expect(positions[11]! > '00000000000001000000').toBe(true);
+      expect(positions[0] < '00000000000001000000').toBe(true);
+      expect(positions[11] > '00000000000001000000').toBe(true);
       expect([...positions].sort()).toEqual(positions);
       const log = await given.store.readAll({ after: null, maxCount: 100, streamPrefixes: [prefix] });
       expect(log.map((event) => event.position)).toEqual(positions);
@@ -80,7 +92,9 @@ describe('KurrentDB event store', () => {
     it('maps the server refusing an append it was configured to send to the same validation error', async () => {
       const lenient = KurrentDbEventStore.connect(given.double.url, { maxAppendSize: 1024 * 1024 });
       try {
-        const attempt = lenient.appendToStream(`${uniquePrefix()}1`, [newEvent('Big', { blob: 'x'.repeat(5_000) })], { expectedRevision: 'any' });
+        const attempt = lenient.appendToStream(`${uniquePrefix()}1`, [newEvent('Big', { blob: 'x'.repeat(5_000) })], {
+          expectedRevision: 'any',
+        });
         await expect(attempt).rejects.toBeInstanceOf(ValidationFailedError);
       } finally {
         await lenient.close();
@@ -105,7 +119,9 @@ describe('KurrentDB event store', () => {
     it('lets exactly one of concurrent identical appends succeed', async () => {
       const streamId = `${uniquePrefix()}1`;
       const fact = newEvent('ExecutionStarted');
-      const outcomes = await Promise.allSettled(Array.from({ length: 6 }, () => given.store.appendToStream(streamId, [fact], { expectedRevision: 'no_stream' })));
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 6 }, () => given.store.appendToStream(streamId, [fact], { expectedRevision: 'no_stream' })),
+      );
       expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
       expect(await given.store.readStream(streamId)).toHaveLength(1);
     });
@@ -118,13 +134,17 @@ describe('KurrentDB event store', () => {
     it('resumes from the last filter checkpoint instead of rescanning the log', async () => {
       const prefix = uniquePrefix();
       await given.store.appendToStream(`${prefix}wanted`, [newEvent('Wanted')], { expectedRevision: 'no_stream' });
-      for (let n = 0; n < 100; n++) await given.store.appendToStream(`${uniquePrefix()}noise`, [newEvent('Noise')], { expectedRevision: 'any' });
+      for (let n = 0; n < 100; n++)
+        await given.store.appendToStream(`${uniquePrefix()}noise`, [newEvent('Noise')], { expectedRevision: 'any' });
 
       const checkpoints: Position[] = [];
-      const options: Omit<KurrentDbSubscribeOptions, 'signal'> = { streamPrefixes: [prefix], onCheckpoint: (position) => void checkpoints.push(position) };
+      const options: Omit<KurrentDbSubscribeOptions, 'signal'> = {
+        streamPrefixes: [prefix],
+        onCheckpoint: (position) => void checkpoints.push(position),
+      };
       const first = recordSubscription(given.store, options);
       await first.waitFor(1);
-      await eventually(async () => checkpoints.length > 0 && !(checkpoints[checkpoints.length - 1]! < (await given.store.headPosition())!), {
+      await eventually(async () => checkpoints.length > 0 && !(checkpoints[checkpoints.length - 1] < (await given.store.headPosition())!), {
         what: 'a filter checkpoint at the head',
         intervalMs: 5,
       });
@@ -132,14 +152,14 @@ describe('KurrentDB event store', () => {
       await eventually(() => given.double.liveSubscriptions === 0, { what: 'the cancellation to reach the server', intervalMs: 5 });
       expect(checkpoints.length).toBeGreaterThanOrEqual(3);
       expect([...checkpoints].sort()).toEqual(checkpoints);
-      expect(checkpoints[0]! > first.events[0]!.position).toBe(true);
+      expect(checkpoints[0] > first.events[0].position).toBe(true);
 
       const considered = given.double.stats.eventsConsidered;
-      const resumed = recordSubscription(given.store, { after: checkpoints[checkpoints.length - 1]!, streamPrefixes: [prefix] });
+      const resumed = recordSubscription(given.store, { after: checkpoints[checkpoints.length - 1], streamPrefixes: [prefix] });
       await given.store.appendToStream(`${prefix}wanted`, [newEvent('WantedAgain')], { expectedRevision: 0 });
       const [again] = await resumed.waitFor(1);
       await resumed.stop();
-      expect(again!.type).toBe('WantedAgain');
+      expect(again.type).toBe('WantedAgain');
       expect(given.double.stats.eventsConsidered - considered).toBe(1);
     });
   });
@@ -164,7 +184,10 @@ describe('KurrentDB event store', () => {
       const streamId = `${uniquePrefix()}1`;
       const result = await given.store.appendToStream(streamId, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
       expect(result.nextRevision).toBe(1);
-      await expect(given.store.appendToStream(streamId, [newEvent()], { expectedRevision: 0 })).rejects.toMatchObject({ expected: '0', actual: '1' });
+      await expect(given.store.appendToStream(streamId, [newEvent()], { expectedRevision: 0 })).rejects.toMatchObject({
+        expected: '0',
+        actual: '1',
+      });
       const big = given.store.appendToStream(streamId, [newEvent('Big', { blob: 'x'.repeat(5_000) })], { expectedRevision: 1 });
       await expect(big).rejects.toBeInstanceOf(ValidationFailedError);
     });
@@ -185,7 +208,9 @@ describe('KurrentDB event store', () => {
     });
 
     it('rejects metadata that uses the key it reserves for itself', async () => {
-      const attempt = given.store.appendToStream(`${uniquePrefix()}1`, [newEvent('X', {}, { '$flostra.appendId': 'mine' })], { expectedRevision: 'any' });
+      const attempt = given.store.appendToStream(`${uniquePrefix()}1`, [newEvent('X', {}, { '$flostra.appendId': 'mine' })], {
+        expectedRevision: 'any',
+      });
       await expect(attempt).rejects.toBeInstanceOf(ValidationFailedError);
     });
   });

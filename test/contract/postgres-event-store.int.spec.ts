@@ -25,7 +25,12 @@ eventStoreContract('Postgres on a real server', async () => {
 
 /** Calls the append function on a raw connection, as an append inside a held-open transaction. */
 async function rawAppend(raw: pg.Client, streamId: string, event: ReturnType<typeof newEvent>): Promise<string> {
-  const { rows } = await raw.query('select * from event_store.append($1, $2, $3, $4::jsonb)', [streamId, 'no_stream', null, JSON.stringify([event])]);
+  const { rows } = await raw.query('select * from event_store.append($1, $2, $3, $4::jsonb)', [
+    streamId,
+    'no_stream',
+    null,
+    JSON.stringify([event]),
+  ]);
   return encodePosition({ transactionId: BigInt(rows[0].position_xid), seq: BigInt(rows[0].position_seq) });
 }
 
@@ -87,7 +92,7 @@ describe('Postgres event store on a real server', () => {
         await rawAppend(raw, `${prefix}1`, event);
         const [delivered] = await subscription.waitFor(1, 3_000);
         await subscription.stop();
-        expect(delivered!.id).toBe(event.id);
+        expect(delivered.id).toBe(event.id);
       } finally {
         await polling.close();
       }
@@ -97,7 +102,10 @@ describe('Postgres event store on a real server', () => {
   describe('when the store fails under a subscription', () => {
     it('ends the subscription with the error instead of waiting forever', async () => {
       const brokenUrl = await createTestDatabase('event_store_broken');
-      const broken = await PostgresEventStore.open(new PgSqlClient({ connectionString: brokenUrl }), { pollIntervalMs: 50, closeClient: true });
+      const broken = await PostgresEventStore.open(new PgSqlClient({ connectionString: brokenUrl }), {
+        pollIntervalMs: 50,
+        closeClient: true,
+      });
       const admin = new pg.Client({ connectionString: brokenUrl });
       await admin.connect();
       try {
@@ -133,14 +141,19 @@ describe.each([
 
   /** Transactions that wrote the events of `streams` (the first half of each position's transaction id). */
   async function transactionsOf(streams: string[]): Promise<number> {
-    const { rows } = await client.query<{ n: string | number }>('select count(distinct transaction_id::text) as n from event_store.events where stream_id = any($1::text[])', [streams]);
-    return Number(rows[0]!.n);
+    const { rows } = await client.query<{ n: string | number }>(
+      'select count(distinct transaction_id::text) as n from event_store.events where stream_id = any($1::text[])',
+      [streams],
+    );
+    return Number(rows[0].n);
   }
 
   it('commit together, each on its own stream with its own revision and position', async () => {
     const prefix = uniquePrefix();
     const streams = Array.from({ length: 20 }, (_, i) => `${prefix}s${i}`);
-    const results = await Promise.all(streams.map((stream) => store.appendToStream(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' })));
+    const results = await Promise.all(
+      streams.map((stream) => store.appendToStream(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' })),
+    );
     expect(results.map((r) => r.nextRevision)).toEqual(Array(20).fill(1));
     expect(new Set(results.map((r) => r.position)).size).toBe(20);
     // The first went alone; the others waited for it and shared a commit.
@@ -148,7 +161,7 @@ describe.each([
     for (const [i, stream] of streams.entries()) {
       const read = await store.readStream(stream);
       expect(read.map((e) => e.revision)).toEqual([0, 1]);
-      expect(read[1]!.position).toBe(results[i]!.position);
+      expect(read[1].position).toBe(results[i].position);
     }
   });
 
@@ -211,11 +224,11 @@ describe('Postgres event stores of two processes appending to the same streams i
       for (let round = 0; round < 30; round += 1) {
         // Same turn, same streams, opposite orders: batches that locked in call order would deadlock.
         await Promise.all([
-          ...streams.map((stream) => stores[0]!.appendToStream(stream, [newEvent()], { expectedRevision: 'any' })),
-          ...[...streams].reverse().map((stream) => stores[1]!.appendToStream(stream, [newEvent()], { expectedRevision: 'any' })),
+          ...streams.map((stream) => stores[0].appendToStream(stream, [newEvent()], { expectedRevision: 'any' })),
+          ...[...streams].reverse().map((stream) => stores[1].appendToStream(stream, [newEvent()], { expectedRevision: 'any' })),
         ]);
       }
-      for (const stream of streams) expect(await stores[0]!.readStream(stream)).toHaveLength(60);
+      for (const stream of streams) expect(await stores[0].readStream(stream)).toHaveLength(60);
     } finally {
       for (const store of stores) await store.close();
       for (const client of clients) await client.close();

@@ -4,7 +4,13 @@ import type { Position, RecordedEvent } from '../../src/core/event-store.port.js
 import { READ_PAGE_SQL, READ_TAIL_SQL, PROBE_SQL } from '../../src/event-store/postgres/event-store.queries.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
-import { statementText, type SessionLocks, type SqlClient, type SqlTransaction, type Statement } from '../../src/postgres/sql-client.port.js';
+import {
+  statementText,
+  type SessionLocks,
+  type SqlClient,
+  type SqlTransaction,
+  type Statement,
+} from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 import { eventually, sleep } from '../support/eventually.js';
 import { newEvent, recordSubscription, type SubscriptionRecorder } from './event-store-contract.support.js';
@@ -87,7 +93,12 @@ describe('Postgres event store: the shared tail of the log', () => {
     await raw.query('commit');
   }
 
-  async function expectExactly(store: PostgresEventStore, recorder: SubscriptionRecorder, after: Position | null, streamPrefixes?: string[]) {
+  async function expectExactly(
+    store: PostgresEventStore,
+    recorder: SubscriptionRecorder,
+    after: Position | null,
+    streamPrefixes?: string[],
+  ) {
     const expected = await store.readAll({ after, maxCount: 100_000, streamPrefixes });
     await recorder.waitFor(expected.length, 20_000);
     await sleep(100); // room for a duplicate to show up
@@ -104,7 +115,7 @@ describe('Postgres event store: the shared tail of the log', () => {
           const events = Array.from({ length: 1 + (n % 3) }, () => newEvent('History', { n }));
           await store.appendToStream(`${'abc'[n % 3]}-history`, events, { expectedRevision: 'any' });
         }
-        const middle = (await store.readAll({ maxCount: 150 }))[149]!.position;
+        const middle = (await store.readAll({ maxCount: 150 }))[149].position;
         const head = await store.headPosition();
         const subscriptions: Array<[SubscriptionRecorder, Position | null, string[] | undefined]> = [
           [recordSubscription(store, { batchSize: 7 }), null, undefined],
@@ -125,7 +136,11 @@ describe('Postgres event store: the shared tail of the log', () => {
           for (let n = 0; n < 5; n++) await appendOutOfOrder(store, `${'abc'[n % 3]}-late`, 30);
         })();
         // More than one refresh reads at once: the tail must stop at its last event, not at the head.
-        const burst = store.appendToStream('b-burst', Array.from({ length: 150 }, () => newEvent('Burst')), { expectedRevision: 'any' });
+        const burst = store.appendToStream(
+          'b-burst',
+          Array.from({ length: 150 }, () => newEvent('Burst')),
+          { expectedRevision: 'any' },
+        );
         await Promise.all([...writers, late, burst]);
 
         for (const [recorder, after, prefixes] of subscriptions) await expectExactly(store, recorder, after, prefixes);
@@ -156,7 +171,11 @@ describe('Postgres event store: the shared tail of the log', () => {
           const events = Array.from({ length: 1 + (n % 4) }, () => newEvent('Live', { n }));
           await store.appendToStream(`slow-${n % 5}`, events, { expectedRevision: 'any' });
         }
-        await store.appendToStream('slow-burst', Array.from({ length: 45 }, () => newEvent('Burst')), { expectedRevision: 'any' });
+        await store.appendToStream(
+          'slow-burst',
+          Array.from({ length: 45 }, () => newEvent('Burst')),
+          { expectedRevision: 'any' },
+        );
         await appendOutOfOrder(store, 'slow-late', 20);
         const log = await store.readAll({ after: head, maxCount: 1_000 });
         expect(log.length).toBeGreaterThan(100);
@@ -164,7 +183,11 @@ describe('Postgres event store: the shared tail of the log', () => {
 
         const directReadsBefore = sql.pageReads;
         release();
-        await eventually(() => slow.length >= log.length, { what: () => `the slow subscription to catch up (${slow.length} of ${log.length})`, timeoutMs: 20_000, intervalMs: 10 });
+        await eventually(() => slow.length >= log.length, {
+          what: () => `the slow subscription to catch up (${slow.length} of ${log.length})`,
+          timeoutMs: 20_000,
+          intervalMs: 10,
+        });
         await sleep(100);
         controller.abort();
         await slowRun;
@@ -185,7 +208,9 @@ describe('Postgres event store: the shared tail of the log', () => {
       try {
         const head = await store.headPosition();
         const prefixes = [undefined, ['count-'], ['count-', 'other-'], undefined, ['count-'], ['other-']];
-        const subscriptions = prefixes.map((streamPrefixes, i) => recordSubscription(store, { after: head, streamPrefixes, batchSize: 1 + i }));
+        const subscriptions = prefixes.map((streamPrefixes, i) =>
+          recordSubscription(store, { after: head, streamPrefixes, batchSize: 1 + i }),
+        );
         const receiving = subscriptions.filter((_, i) => prefixes[i]?.[0] !== 'other-');
         await store.appendToStream('count-warmup', [newEvent()], { expectedRevision: 'no_stream' });
         for (const subscription of receiving) await subscription.waitFor(1);
@@ -224,7 +249,9 @@ describe('Postgres event store: the shared tail of the log', () => {
       const text = statementText(statement);
       const touched = async (explain: string) => {
         const { rows } = await raw.query(`explain (analyze, buffers, format json) ${explain}`);
-        const plan = (rows[0] as { 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] })['QUERY PLAN'][0].Plan;
+        const plan = (rows[0] as { 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] })[
+          'QUERY PLAN'
+        ][0].Plan;
         return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
       };
       const args = literals.length === 0 ? '' : `(${literals.join(', ')})`;
@@ -247,9 +274,15 @@ describe('Postgres event store: the shared tail of the log', () => {
         // 40,000 events, and statistics from when the log was short, as between two autovacuum runs.
         await raw.query('analyze event_store.events');
         for (let k = 0; k < 400; k++) {
-          await store.appendToStream(`bulk-${k}`, Array.from({ length: 100 }, (_, n) => newEvent('Bulk', { n })), { expectedRevision: 'any' });
+          await store.appendToStream(
+            `bulk-${k}`,
+            Array.from({ length: 100 }, (_, n) => newEvent('Bulk', { n })),
+            { expectedRevision: 'any' },
+          );
         }
-        const { rows } = await raw.query('select transaction_id::text as xid, seq from event_store.events order by transaction_id desc, seq desc limit 1');
+        const { rows } = await raw.query(
+          'select transaction_id::text as xid, seq from event_store.events order by transaction_id desc, seq desc limit 1',
+        );
         const { xid, seq } = rows[0] as { xid: string; seq: string };
 
         // A full scan of the log would touch well over a thousand pages.

@@ -54,7 +54,10 @@ describe.each(STORE_KINDS)('the dispatcher on %s', (kind) => {
   });
 
   async function startDispatcher(options: DispatcherOptions = {}, bus: Bus = f.bus) {
-    const dispatcher = await createDispatcher({ store: f.store, bus, sql: f.sql, clock: f.clock, logger: f.logger }, { name, scheduleTickMs: 20, ...options });
+    const dispatcher = await createDispatcher(
+      { store: f.store, bus, sql: f.sql, clock: f.clock, logger: f.logger },
+      { name, scheduleTickMs: 20, ...options },
+    );
     running.push(dispatcher);
     await dispatcher.start();
     return dispatcher;
@@ -146,7 +149,7 @@ describe.each(STORE_KINDS)('the dispatcher on %s', (kind) => {
       data: { ...fence, outcome: 'failed', error: { code: 'boom', message: 'failed' }, nextAttemptId: f.ids.uuid(), jitter: 0 },
       metadata: { now: f.clock.now(), actor: fence.workerId },
     });
-    const retryId = ((await f.events(executionId)).filter((e) => e.type === 'AttemptScheduled')[1]!.data as { attemptId: string }).attemptId;
+    const retryId = ((await f.events(executionId)).filter((e) => e.type === 'AttemptScheduled')[1].data as { attemptId: string }).attemptId;
 
     const dispatcher = await startDispatcher();
     await caughtUp();

@@ -51,8 +51,14 @@ describe('the dispatcher, ingestor and watchdog modules', () => {
     await eventually(async () => expect((await f.types(executionId)).at(-1)).toBe('ExecutionSucceeded'));
 
     const head = await f.store.headPosition();
-    const checkpoints = async () => (await f.sql.query<{ name: string; position: string }>('select name, position from subscription_checkpoints order by name')).rows;
-    await eventually(async () => expect(await checkpoints()).toEqual([{ name: 'dispatcher', position: head }, { name: 'watchdog', position: head }]));
+    const checkpoints = async () =>
+      (await f.sql.query<{ name: string; position: string }>('select name, position from subscription_checkpoints order by name')).rows;
+    await eventually(async () =>
+      expect(await checkpoints()).toEqual([
+        { name: 'dispatcher', position: head },
+        { name: 'watchdog', position: head },
+      ]),
+    );
     await dispatched.stop();
     await app.close();
     app = undefined;

@@ -16,15 +16,27 @@ const PATH_PREFIXES = ['src/', 'test/', 'projections/', 'bench/', 'deploy/', '.c
 
 /** Files at the root that the documentation names in backticks. */
 const ROOT_FILES = new Set([
-  'README.md', 'CHANGELOG.md', 'Dockerfile', 'docker-compose.yml', 'package.json', 'package-lock.json',
-  'jest.config.js', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json', '.dockerignore', '.gitignore',
+  'README.md',
+  'CHANGELOG.md',
+  'Dockerfile',
+  'docker-compose.yml',
+  'package.json',
+  'package-lock.json',
+  'jest.config.js',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'nest-cli.json',
+  '.dockerignore',
+  '.gitignore',
 ]);
 
 /** Build output, dependencies and local data: not part of the repository (see .gitignore). */
 const NOT_IN_REPOSITORY = new Set(['.git', 'node_modules', 'dist', '.flostra', '.cache', 'coverage', '.tmp', '.scratch']);
 
 function documentationFiles(): string[] {
-  const docs = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
+  const docs = readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`);
   return ['README.md', 'CHANGELOG.md', ...docs];
 }
 
@@ -64,7 +76,7 @@ function backtickedPaths(markdown: string): { paths: string[]; unplaced: string[
   const paths: string[] = [];
   const unplaced: string[] = [];
   for (const [, code] of prose(markdown).matchAll(/`([^`\n]+)`/g)) {
-    for (const token of code!.split(/\s+/)) {
+    for (const token of code.split(/\s+/)) {
       const path = bare(token);
       // Templates and patterns (`src/<area>/`, `*.spec.ts`) name no single path.
       if (/[<>*{}$]/.test(path)) continue;
@@ -79,7 +91,11 @@ function backtickedPaths(markdown: string): { paths: string[]; unplaced: string[
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 function slug(heading: string): string {
   const text = heading.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/`/g, '');
-  return text.trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+  return text
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /** The anchors a markdown document offers, repeated headings numbered as GitHub does. */
@@ -87,13 +103,13 @@ function anchorsOf(markdown: string): Set<string> {
   const anchors = new Set<string>();
   const seen = new Map<string, number>();
   for (const [, heading] of prose(markdown).matchAll(/^#{1,6}[ \t]+(.+?)[ \t#]*$/gm)) {
-    const base = slug(heading!);
+    const base = slug(heading);
     const count = seen.get(base) ?? 0;
     seen.set(base, count + 1);
     anchors.add(count === 0 ? base : `${base}-${count}`);
   }
   // Explicit anchors, as the generated API reference writes them.
-  for (const [, id] of markdown.matchAll(/<a (?:id|name)="([^"]+)"><\/a>/g)) anchors.add(id!);
+  for (const [, id] of markdown.matchAll(/<a (?:id|name)="([^"]+)"><\/a>/g)) anchors.add(id);
   return anchors;
 }
 
@@ -108,12 +124,17 @@ interface Link {
 function relativeLinks(file: string, markdown: string): Link[] {
   const links: Link[] = [];
   for (const [, target] of prose(markdown).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
-    if (/^[a-z][a-z0-9+.-]*:/i.test(target!)) continue;
-    const hash = target!.indexOf('#');
-    const anchor = hash === -1 ? null : target!.slice(hash + 1);
-    const path = bare(target!);
-    const resolved = path === '' ? file : relative(ROOT, resolve(ROOT, dirname(file), path)).split(sep).join('/');
-    links.push({ written: target!, path: resolved, anchor });
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+    const hash = target.indexOf('#');
+    const anchor = hash === -1 ? null : target.slice(hash + 1);
+    const path = bare(target);
+    const resolved =
+      path === ''
+        ? file
+        : relative(ROOT, resolve(ROOT, dirname(file), path))
+            .split(sep)
+            .join('/');
+    links.push({ written: target, path: resolved, anchor });
   }
   return links;
 }
@@ -122,7 +143,16 @@ describe('the documentation', () => {
   const documents = documentationFiles();
 
   it('covers the README, the changelog and docs/', () => {
-    expect(documents).toEqual(expect.arrayContaining(['README.md', 'CHANGELOG.md', 'docs/architecture.md', 'docs/api.md', 'docs/operations.md', 'docs/benchmarks.md']));
+    expect(documents).toEqual(
+      expect.arrayContaining([
+        'README.md',
+        'CHANGELOG.md',
+        'docs/architecture.md',
+        'docs/api.md',
+        'docs/operations.md',
+        'docs/benchmarks.md',
+      ]),
+    );
   });
 
   it('names only repository paths that exist, each from the repository root', () => {
@@ -132,7 +162,8 @@ describe('the documentation', () => {
       for (const path of paths) {
         if (!exists(path)) missing.push(`${file}: \`${path}\` does not exist`);
       }
-      for (const name of unplaced) missing.push(`${file}: \`${name}\` is named without its folder; write its path from the repository root`);
+      for (const name of unplaced)
+        missing.push(`${file}: \`${name}\` is named without its folder; write its path from the repository root`);
     }
     expect(missing).toEqual([]);
   });
@@ -142,7 +173,8 @@ describe('the documentation', () => {
     for (const file of documents) {
       for (const { written, path } of relativeLinks(file, read(file))) {
         const inside = !path.startsWith('..');
-        if (!inside || !exists(path)) missing.push(`${file}: link (${written}) → ${path} ${inside ? 'does not exist' : 'leaves the repository'}`);
+        if (!inside || !exists(path))
+          missing.push(`${file}: link (${written}) → ${path} ${inside ? 'does not exist' : 'leaves the repository'}`);
       }
     }
     expect(missing).toEqual([]);
@@ -171,20 +203,26 @@ describe('the repository', () => {
     const outside = [/\.\.\/shared\b/, /\b(?:DESIGN|API|STYLE)\.md\b/];
     const found: string[] = [];
     for (const file of files) {
-      read(file).split('\n').forEach((line, index) => {
-        if (outside.some((pattern) => pattern.test(line))) found.push(`${file}:${index + 1}: ${line.trim()}`);
-      });
+      read(file)
+        .split('\n')
+        .forEach((line, index) => {
+          if (outside.some((pattern) => pattern.test(line))) found.push(`${file}:${index + 1}: ${line.trim()}`);
+        });
     }
     expect(found).toEqual([]);
   });
 
   it('does not speak of numbered working sessions in the docs, sources, tests or benchmarks', () => {
-    const scanned = files.filter((file) => file === 'README.md' || file === 'CHANGELOG.md' || /^(docs|src|test|bench|projections)\//.test(file));
+    const scanned = files.filter(
+      (file) => file === 'README.md' || file === 'CHANGELOG.md' || /^(docs|src|test|bench|projections)\//.test(file),
+    );
     const found: string[] = [];
     for (const file of scanned) {
-      read(file).split('\n').forEach((line, index) => {
-        if (/\bsessions? \d+/i.test(line)) found.push(`${file}:${index + 1}: ${line.trim()}`);
-      });
+      read(file)
+        .split('\n')
+        .forEach((line, index) => {
+          if (/\bsessions? \d+/i.test(line)) found.push(`${file}:${index + 1}: ${line.trim()}`);
+        });
     }
     expect(found).toEqual([]);
   });

@@ -44,20 +44,24 @@ const workflowPath = (name: string, workspace = 'ws-a') => `/v1/workspaces/${wor
 const attemptPath = (s: Setup, action: string) => `/v1/executions/${s.executionId}/attempts/${s.attemptId}/${action}`;
 
 /** A publish of `graph` by someone allowed to publish: only the graph is wrong. */
-const publishing = (graph: unknown, name = 'rejected'): (() => Request) => () => ({
-  method: 'PUT',
-  path: workflowPath(name),
-  token: TOKENS.editorA,
-  body: graph,
-});
+const publishing =
+  (graph: unknown, name = 'rejected'): (() => Request) =>
+  () => ({
+    method: 'PUT',
+    path: workflowPath(name),
+    token: TOKENS.editorA,
+    body: graph,
+  });
 
 /** A start of the setup's workflow by an operator: only the body or the headers are wrong. */
-const starting = (options: Omit<Request, 'method' | 'path'>): (() => Request) => () => ({
-  method: 'POST',
-  path: executions,
-  token: TOKENS.operatorA,
-  ...options,
-});
+const starting =
+  (options: Omit<Request, 'method' | 'path'>): (() => Request) =>
+  () => ({
+    method: 'POST',
+    path: executions,
+    token: TOKENS.operatorA,
+    ...options,
+  });
 
 const noops = (count: number) => Array.from({ length: count }, (_, i) => ({ id: `n${i}`, type: 'noop' }));
 
@@ -201,7 +205,12 @@ const CASES: BadRequestCase[] = [
     name: 'a heartbeat whose fencingToken is a string',
     status: 400,
     code: 'validation_failed',
-    request: (s) => ({ method: 'POST', path: attemptPath(s, 'heartbeat'), token: TOKENS.worker, body: { workerId: 'w-1', fencingToken: 'x' } }),
+    request: (s) => ({
+      method: 'POST',
+      path: attemptPath(s, 'heartbeat'),
+      token: TOKENS.worker,
+      body: { workerId: 'w-1', fencingToken: 'x' },
+    }),
     issue: { path: 'body.fencingToken', message: /number/ },
   },
   {
@@ -215,7 +224,12 @@ const CASES: BadRequestCase[] = [
     name: 'a completion with outcome "failed" but no error',
     status: 400,
     code: 'validation_failed',
-    request: (s) => ({ method: 'POST', path: attemptPath(s, 'complete'), token: TOKENS.worker, body: { workerId: 'w-1', fencingToken: 1, outcome: 'failed' } }),
+    request: (s) => ({
+      method: 'POST',
+      path: attemptPath(s, 'complete'),
+      token: TOKENS.worker,
+      body: { workerId: 'w-1', fencingToken: 1, outcome: 'failed' },
+    }),
     issue: { path: 'body.error', message: /error is required when outcome is failed/ },
   },
   // Graphs
@@ -223,7 +237,16 @@ const CASES: BadRequestCase[] = [
     name: 'a cyclic graph',
     status: 400,
     code: 'validation_failed',
-    request: publishing({ nodes: [{ id: 'a', type: 'noop' }, { id: 'b', type: 'noop' }], edges: [{ from: 'a', to: 'b' }, { from: 'b', to: 'a' }] }),
+    request: publishing({
+      nodes: [
+        { id: 'a', type: 'noop' },
+        { id: 'b', type: 'noop' },
+      ],
+      edges: [
+        { from: 'a', to: 'b' },
+        { from: 'b', to: 'a' },
+      ],
+    }),
     issue: { path: 'edges', message: /^cycle: a → b → a$/ },
   },
   {
@@ -237,7 +260,12 @@ const CASES: BadRequestCase[] = [
     name: 'duplicate node ids',
     status: 400,
     code: 'validation_failed',
-    request: publishing({ nodes: [{ id: 'a', type: 'noop' }, { id: 'a', type: 'noop' }] }),
+    request: publishing({
+      nodes: [
+        { id: 'a', type: 'noop' },
+        { id: 'a', type: 'noop' },
+      ],
+    }),
     issue: { path: 'nodes[1].id', message: /duplicate node id "a"/ },
   },
   {
@@ -301,7 +329,12 @@ const CASES: BadRequestCase[] = [
     name: 'an attemptId that is not a uuid',
     status: 400,
     code: 'validation_failed',
-    request: (s) => ({ method: 'POST', path: `/v1/executions/${s.executionId}/attempts/attempt-1/claim`, token: TOKENS.worker, body: { workerId: 'w-1' } }),
+    request: (s) => ({
+      method: 'POST',
+      path: `/v1/executions/${s.executionId}/attempts/attempt-1/claim`,
+      token: TOKENS.worker,
+      body: { workerId: 'w-1' },
+    }),
     issue: { path: 'params.attemptId', message: /UUID/ },
   },
   {
@@ -391,7 +424,7 @@ const CASES: BadRequestCase[] = [
     issue: { path: 'Idempotency-Key', message: /required/ },
   },
   {
-    name: 'the setup\'s Idempotency-Key with another body',
+    name: "the setup's Idempotency-Key with another body",
     status: 409,
     code: 'idempotency_conflict',
     request: starting({ body: { input: { other: true } }, headers: { 'idempotency-key': IDEMPOTENCY_KEY } }),
@@ -423,7 +456,12 @@ const CASES: BadRequestCase[] = [
     name: 'a claim of an attempt that is not the current one',
     status: 409,
     code: 'stale_attempt',
-    request: (s) => ({ method: 'POST', path: `/v1/executions/${s.executionId}/attempts/${MISSING_EXECUTION}/claim`, token: TOKENS.worker, body: { workerId: 'w-1' } }),
+    request: (s) => ({
+      method: 'POST',
+      path: `/v1/executions/${s.executionId}/attempts/${MISSING_EXECUTION}/claim`,
+      token: TOKENS.worker,
+      body: { workerId: 'w-1' },
+    }),
     detail: /not the current attempt/,
   },
   // Who is asking
@@ -500,7 +538,9 @@ function expectProblem(res: HttpResult, expected: BadRequestCase): void {
   if (expected.issue) {
     const { path, message } = expected.issue;
     expect(res.body.issues).toEqual(
-      expect.arrayContaining([{ path: typeof path === 'string' ? path : expect.stringMatching(path), message: expect.stringMatching(message) }]),
+      expect.arrayContaining([
+        { path: typeof path === 'string' ? path : expect.stringMatching(path), message: expect.stringMatching(message) },
+      ]),
     );
   }
 }
@@ -546,7 +586,7 @@ describe.each(STORE_KINDS)('bad input on %s: a clear 4xx and nothing written', (
     expect(await testApp.store.headPosition()).toBe(headBefore);
   });
 
-  it('answers another workspace\'s execution exactly as one that does not exist', async () => {
+  it("answers another workspace's execution exactly as one that does not exist", async () => {
     for (const suffix of ['', '/history']) {
       const foreign = await api.get(`/v1/executions/${setup.executionId}${suffix}`, { token: TOKENS.adminB });
       const missing = await api.get(`/v1/executions/${MISSING_EXECUTION}${suffix}`, { token: TOKENS.adminB });
@@ -557,7 +597,7 @@ describe.each(STORE_KINDS)('bad input on %s: a clear 4xx and nothing written', (
     }
   });
 
-  it('wrote nothing: the log head, the execution\'s history and the workflow are as before', async () => {
+  it("wrote nothing: the log head, the execution's history and the workflow are as before", async () => {
     expect(await testApp.store.headPosition()).toBe(headBefore);
     expect(await history()).toEqual(historyBefore);
     expect(await workflow()).toEqual(workflowBefore);

@@ -47,7 +47,7 @@ describe.each(STORE_KINDS)('concurrent duplicate commands on %s', (kind) => {
     expect(responses.filter((r) => r.status === 201)).toHaveLength(1);
     expect(responses.filter((r) => r.status === 200)).toHaveLength(19);
     expect(new Set(responses.map((r) => JSON.stringify(r.body))).size).toBe(1);
-    const events = await eventsOf(responses[0]!.body.executionId);
+    const events = await eventsOf(responses[0].body.executionId);
     expect(events.filter((e) => e.type === 'ExecutionStarted')).toHaveLength(1);
   });
 

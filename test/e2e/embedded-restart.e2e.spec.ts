@@ -45,7 +45,8 @@ function tail(text: string): string {
 async function startServer(dataDir: string, roles = 'api'): Promise<Server> {
   const env: NodeJS.ProcessEnv = { ...process.env, FLOSTRA_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' };
   // Whatever the outer environment says, this is the embedded default.
-  for (const name of ['EVENT_STORE_URL', 'DATABASE_URL', 'KAFKA_BROKERS', 'FLOSTRA_TOKENS_FILE', 'FLOSTRA_MAX_BODY_BYTES']) delete env[name];
+  for (const name of ['EVENT_STORE_URL', 'DATABASE_URL', 'KAFKA_BROKERS', 'FLOSTRA_TOKENS_FILE', 'FLOSTRA_MAX_BODY_BYTES'])
+    delete env[name];
   // By default only the API: no in-process worker or watchdog may move an execution past what
   // was acknowledged.
   env.FLOSTRA_ROLES = roles;
@@ -53,14 +54,14 @@ async function startServer(dataDir: string, roles = 'api'): Promise<Server> {
   children.add(child);
   let stdout = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout = tail(stdout + chunk)));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = tail(stderr + chunk)));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout = tail(stdout + chunk)));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = tail(stderr + chunk)));
   const output = () => `--- stderr ---\n${stderr}\n--- stdout ---\n${stdout}`;
 
   const url = await new Promise<string>((resolve, reject) => {
     const fail = (why: string) => {
       clearTimeout(timer);
-      child.stdout!.off('data', onData);
+      child.stdout.off('data', onData);
       reject(new Error(`flostra did not start: ${why}\n${output()}`));
     };
     const onData = () => {
@@ -68,11 +69,11 @@ async function startServer(dataDir: string, roles = 'api'): Promise<Server> {
       if (match === null) return;
       clearTimeout(timer);
       child.off('exit', onExit);
-      resolve(match[1]!);
+      resolve(match[1]);
     };
     const onExit = (code: number | null, signal: string | null) => fail(`it exited (code ${code}, signal ${signal})`);
     const timer = setTimeout(() => fail(`no "listening" line within ${START_UP_MS} ms`), START_UP_MS);
-    child.stdout!.on('data', onData);
+    child.stdout.on('data', onData);
     child.once('exit', onExit);
     child.once('error', (error) => fail(error.message));
   });
@@ -121,7 +122,8 @@ describe('the embedded default after SIGKILL', () => {
   beforeAll(() => {
     if (!existsSync(MAIN)) {
       const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
-      if (build.status !== 0) throw new Error(`npm run build failed (${build.error?.message ?? `exit ${build.status}`}):\n${build.stderr}${build.stdout}`);
+      if (build.status !== 0)
+        throw new Error(`npm run build failed (${build.error?.message ?? `exit ${build.status}`}):\n${build.stderr}${build.stdout}`);
     }
     dataDir = mkdtempSync(join(tmpdir(), 'flostra-embedded-'));
   }, 320_000);
@@ -131,17 +133,21 @@ describe('the embedded default after SIGKILL', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('starts on a fresh data dir, with dev tokens and the demo workflow', async () => {
-    server = await startServer(dataDir);
-    api = client(server.url);
-    tokensFile = readFileSync(join(dataDir, 'dev-tokens.json'), 'utf8');
-    tokens = readDevTokens(dataDir);
-    expect(server.output()).toContain(tokens.admin);
-    const demo = await api.get(`/v1/workspaces/${tokens.workspace}/workflows/demo`, operator());
-    expectStatus(demo, 200);
-    expect(demo.body).toMatchObject({ name: 'demo', revision: 1 });
-    demoBefore = demo.body;
-  }, START_UP_MS + 30_000);
+  it(
+    'starts on a fresh data dir, with dev tokens and the demo workflow',
+    async () => {
+      server = await startServer(dataDir);
+      api = client(server.url);
+      tokensFile = readFileSync(join(dataDir, 'dev-tokens.json'), 'utf8');
+      tokens = readDevTokens(dataDir);
+      expect(server.output()).toContain(tokens.admin);
+      const demo = await api.get(`/v1/workspaces/${tokens.workspace}/workflows/demo`, operator());
+      expectStatus(demo, 200);
+      expect(demo.body).toMatchObject({ name: 'demo', revision: 1 });
+      demoBefore = demo.body;
+    },
+    START_UP_MS + 30_000,
+  );
 
   it('acknowledges starts (with and without a key), a claim, a heartbeat and a cancel', async () => {
     const startOne = async (key: string | null, input: object) => {
@@ -184,14 +190,18 @@ describe('the embedded default after SIGKILL', () => {
     ]);
   });
 
-  it('comes back on the same data dir after SIGKILL, reusing the dev tokens', async () => {
-    await killHard(server.child);
-    server = await startServer(dataDir);
-    api = client(server.url);
-    expect(readFileSync(join(dataDir, 'dev-tokens.json'), 'utf8')).toBe(tokensFile);
-    expect(server.output()).toContain(tokens.admin);
-    expectStatus(await api.get(`/v1/workspaces/${tokens.workspace}/workflows/demo`, { token: tokens.admin }), 200);
-  }, START_UP_MS + 30_000);
+  it(
+    'comes back on the same data dir after SIGKILL, reusing the dev tokens',
+    async () => {
+      await killHard(server.child);
+      server = await startServer(dataDir);
+      api = client(server.url);
+      expect(readFileSync(join(dataDir, 'dev-tokens.json'), 'utf8')).toBe(tokensFile);
+      expect(server.output()).toContain(tokens.admin);
+      expectStatus(await api.get(`/v1/workspaces/${tokens.workspace}/workflows/demo`, { token: tokens.admin }), 200);
+    },
+    START_UP_MS + 30_000,
+  );
 
   it('still has every acknowledged execution exactly as acknowledged', async () => {
     expect(acknowledged.size).toBe(4);

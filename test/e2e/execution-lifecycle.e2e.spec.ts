@@ -45,7 +45,11 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
   describe('starting with an Idempotency-Key (promise 2)', () => {
     it('answers the same key and body with the original response, and another body with a conflict', async () => {
       const send = (input: object) =>
-        api.post('/v1/workspaces/ws-a/workflows/chain/executions', { token: TOKENS.operatorA, body: { input }, headers: { 'idempotency-key': `k-${kind}` } });
+        api.post('/v1/workspaces/ws-a/workflows/chain/executions', {
+          token: TOKENS.operatorA,
+          body: { input },
+          headers: { 'idempotency-key': `k-${kind}` },
+        });
       const first = await send({ n: 1 });
       expect(first.status).toBe(201);
       expect(first.body).toMatchObject({ status: 'queued', workflowRevision: 1 });
@@ -70,7 +74,10 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
       expect(beat.status).toBe(200);
       expect(beat.body.cancelRequested).toBe(false);
       expect(Date.parse(beat.body.leaseExpiresAt)).toBeGreaterThanOrEqual(Date.parse(claimed.body.leaseExpiresAt));
-      const done = await api.post(attemptPath(executionId, attemptId, 'complete'), { token: TOKENS.worker, body: { ...fence, outcome: 'succeeded', output: { ok: true } } });
+      const done = await api.post(attemptPath(executionId, attemptId, 'complete'), {
+        token: TOKENS.worker,
+        body: { ...fence, outcome: 'succeeded', output: { ok: true } },
+      });
       expect(done.status).toBe(200);
       expect(done.body.status).toBe('succeeded');
       const v = await view(api, executionId);
@@ -85,7 +92,10 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
       const loser = await claim(api, executionId, attemptId, 'w-2');
       expect(loser.status).toBe(409);
       expect(loser.body.code).toBe('stale_attempt');
-      const forged = await api.post(attemptPath(executionId, attemptId, 'heartbeat'), { token: TOKENS.worker, body: { workerId: 'w-2', fencingToken: 1 } });
+      const forged = await api.post(attemptPath(executionId, attemptId, 'heartbeat'), {
+        token: TOKENS.worker,
+        body: { workerId: 'w-2', fencingToken: 1 },
+      });
       expect(forged.body.code).toBe('stale_attempt');
       const after = await api.get(`/v1/executions/${executionId}/history`, { token: TOKENS.viewerA });
       expect(after.body).toEqual(before.body);
@@ -108,7 +118,10 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
       const beat = await api.post(attemptPath(executionId, attemptId, 'heartbeat'), { token: TOKENS.worker, body: fence });
       expect(beat.status).toBe(409);
       expect(beat.body.code).toBe('lease_expired');
-      const done = await api.post(attemptPath(executionId, attemptId, 'complete'), { token: TOKENS.worker, body: { ...fence, outcome: 'succeeded' } });
+      const done = await api.post(attemptPath(executionId, attemptId, 'complete'), {
+        token: TOKENS.worker,
+        body: { ...fence, outcome: 'succeeded' },
+      });
       expect(done.body.code).toBe('lease_expired');
       // The refusals recorded nothing. (The watchdog, which sees the same clock, may time the
       // attempt out meanwhile, as it should: its events are not the refused commands'.)
@@ -156,7 +169,10 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
       expect(res.body).toMatchObject({ status: 'running', cancelRequested: true });
       const beat = await api.post(attemptPath(executionId, attemptId, 'heartbeat'), { token: TOKENS.worker, body: fence });
       expect(beat.body.cancelRequested).toBe(true);
-      const done = await api.post(attemptPath(executionId, attemptId, 'complete'), { token: TOKENS.worker, body: { ...fence, outcome: 'cancelled' } });
+      const done = await api.post(attemptPath(executionId, attemptId, 'complete'), {
+        token: TOKENS.worker,
+        body: { ...fence, outcome: 'cancelled' },
+      });
       expect(done.body.status).toBe('cancelled');
     });
 
@@ -177,7 +193,8 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
     it('schedules a new attempt from cancelled and returns the first snapshot for the same key', async () => {
       const { executionId } = await start(api, 'chain');
       await api.post(`/v1/executions/${executionId}/cancel`, { token: TOKENS.operatorA });
-      const send = () => api.post(`/v1/executions/${executionId}/redrive`, { token: TOKENS.operatorA, headers: { 'idempotency-key': 'r-1' } });
+      const send = () =>
+        api.post(`/v1/executions/${executionId}/redrive`, { token: TOKENS.operatorA, headers: { 'idempotency-key': 'r-1' } });
       const first = await send();
       expect(first.status).toBe(202);
       expect(first.body).toMatchObject({ attemptNumber: 2 });
@@ -192,7 +209,10 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
 
     it('refuses a queued execution', async () => {
       const { executionId } = await start(api, 'chain');
-      const res = await api.post(`/v1/executions/${executionId}/redrive`, { token: TOKENS.operatorA, headers: { 'idempotency-key': 'r-2' } });
+      const res = await api.post(`/v1/executions/${executionId}/redrive`, {
+        token: TOKENS.operatorA,
+        headers: { 'idempotency-key': 'r-2' },
+      });
       expect(res.status).toBe(409);
       expect(res.body.code).toBe('invalid_state');
     });
@@ -234,7 +254,9 @@ describe.each(ALL_STORE_KINDS)('the execution lifecycle over HTTP on %s', (kind)
       await claim(api, executionId, attemptId);
       const all = await api.get(`/v1/executions/${executionId}/history`, { token: TOKENS.viewerA });
       expect(all.body.events.map((e: { type: string }) => e.type)).toEqual(['ExecutionStarted', 'AttemptScheduled', 'AttemptClaimed']);
-      const page = await api.get(`/v1/executions/${executionId}/history?after=${all.body.events[0].position}&limit=1`, { token: TOKENS.viewerA });
+      const page = await api.get(`/v1/executions/${executionId}/history?after=${all.body.events[0].position}&limit=1`, {
+        token: TOKENS.viewerA,
+      });
       expect(page.body.events.map((e: { type: string }) => e.type)).toEqual(['AttemptScheduled']);
       expect(page.body.nextCursor).toBe(all.body.events[1].position);
     });

@@ -34,7 +34,13 @@ describe.each(STORE_KINDS)('an execution whose start was recorded with schema ve
           data: {
             executionId,
             workspaceId: 'ws-a',
-            workflow: { workflowId: workflow.workflowId, name: 'legacy', revision: workflow.revision, digest: workflow.digest, graph: workflow.graph },
+            workflow: {
+              workflowId: workflow.workflowId,
+              name: 'legacy',
+              revision: workflow.revision,
+              digest: workflow.digest,
+              graph: workflow.graph,
+            },
             input: body.input,
             idempotencyKey: key,
             requestFingerprint: sha256OfCanonical({ workflow: 'legacy', body }),
@@ -46,7 +52,14 @@ describe.each(STORE_KINDS)('an execution whose start was recorded with schema ve
         {
           id: uuidV5(`${executionId}:start:1`),
           type: 'AttemptScheduled',
-          data: { attemptId: uuidV5(`${executionId}:attempt:1`), attemptNumber: 1, reason: 'start', notBefore: at, queueDeadline: at, scheduledAt: at },
+          data: {
+            attemptId: uuidV5(`${executionId}:attempt:1`),
+            attemptNumber: 1,
+            reason: 'start',
+            notBefore: at,
+            queueDeadline: at,
+            scheduledAt: at,
+          },
           metadata,
         },
       ],
@@ -59,7 +72,11 @@ describe.each(STORE_KINDS)('an execution whose start was recorded with schema ve
 
   it('answers the same start again with the recorded execution, appending nothing', async () => {
     const head = await t.store.headPosition();
-    const again = await api.post('/v1/workspaces/ws-a/workflows/legacy/executions', { token: TOKENS.operatorA, body, headers: { 'idempotency-key': key } });
+    const again = await api.post('/v1/workspaces/ws-a/workflows/legacy/executions', {
+      token: TOKENS.operatorA,
+      body,
+      headers: { 'idempotency-key': key },
+    });
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ executionId, status: 'queued' });
     expect(await t.store.headPosition()).toBe(head);
@@ -85,7 +102,10 @@ describe.each(STORE_KINDS)('an execution whose start was recorded with schema ve
 
   it('goes on from where it was: its queue deadline passed, so a worker cannot claim it', async () => {
     const view = await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA });
-    const claim = await api.post(`/v1/executions/${executionId}/attempts/${view.body.attempts[0].attemptId}/claim`, { token: TOKENS.worker, body: { workerId: 'w-1' } });
+    const claim = await api.post(`/v1/executions/${executionId}/attempts/${view.body.attempts[0].attemptId}/claim`, {
+      token: TOKENS.worker,
+      body: { workerId: 'w-1' },
+    });
     expect(claim.status).toBe(409);
     expect(claim.body.code).toBe('stale_attempt');
   });

@@ -30,7 +30,17 @@ let scratch: string;
 /** The embedded default, whatever the outer environment says, plus `env`. */
 function environment(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: '0', FLOSTRA_DATA_DIR: mkdtempSync(join(scratch, 'data-')) };
-  for (const name of ['EVENT_STORE_URL', 'DATABASE_URL', 'KAFKA_BROKERS', 'FLOSTRA_TOKENS_FILE', 'FLOSTRA_ROLES', 'FLOSTRA_API_URL', 'FLOSTRA_WORKER_TOKEN', 'LOG_LEVEL']) delete base[name];
+  for (const name of [
+    'EVENT_STORE_URL',
+    'DATABASE_URL',
+    'KAFKA_BROKERS',
+    'FLOSTRA_TOKENS_FILE',
+    'FLOSTRA_ROLES',
+    'FLOSTRA_API_URL',
+    'FLOSTRA_WORKER_TOKEN',
+    'LOG_LEVEL',
+  ])
+    delete base[name];
   return { ...base, ...env };
 }
 
@@ -70,7 +80,8 @@ describe('npm start, as a person sees it', () => {
   beforeAll(() => {
     // Cheap when dist/ is current; builds it otherwise, so this tests the sources it sits beside.
     const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
-    if (build.status !== 0) throw new Error(`build failed (${build.error?.message ?? `exit ${build.status}`}):\n${build.stderr}${build.stdout}`);
+    if (build.status !== 0)
+      throw new Error(`build failed (${build.error?.message ?? `exit ${build.status}`}):\n${build.stderr}${build.stdout}`);
     scratch = mkdtempSync(join(tmpdir(), 'flostra-start-up-'));
   });
 
@@ -83,7 +94,9 @@ describe('npm start, as a person sees it', () => {
     let stdout = '';
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no banner within ${RUN_MS} ms\n${stderr}\n${stdout}`)), RUN_MS);
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -119,7 +132,9 @@ describe('npm start, as a person sees it', () => {
   it('names every variable a worker-only process is missing, and exits with 2', async () => {
     const run = await runToExit({ FLOSTRA_ROLES: 'worker' });
     expect(run.code).toBe(2);
-    expect(lines(run.stderr)).toEqual([expect.stringMatching(/^flostra: invalid configuration: .*FLOSTRA_API_URL.*FLOSTRA_WORKER_TOKEN.*KAFKA_BROKERS/)]);
+    expect(lines(run.stderr)).toEqual([
+      expect.stringMatching(/^flostra: invalid configuration: .*FLOSTRA_API_URL.*FLOSTRA_WORKER_TOKEN.*KAFKA_BROKERS/),
+    ]);
   });
 
   it('says the port is in use, without a stack trace', async () => {
@@ -127,7 +142,9 @@ describe('npm start, as a person sees it', () => {
     try {
       const run = await runToExit({ PORT: String(port) });
       expect(run.code).toBe(1);
-      expect(lines(run.stderr)).toEqual([`flostra: cannot listen on 127.0.0.1:${port}: the address is already in use (another Flostra?); stop it or set PORT to a free port`]);
+      expect(lines(run.stderr)).toEqual([
+        `flostra: cannot listen on 127.0.0.1:${port}: the address is already in use (another Flostra?); stop it or set PORT to a free port`,
+      ]);
       expect(run.stderr).not.toMatch(STACK_LINE);
       // Nest reports the listen error too; it goes to debug, not to a person's screen.
       expect(run.stdout).not.toContain('"level":"error"');
@@ -136,12 +153,14 @@ describe('npm start, as a person sees it', () => {
     }
   });
 
-  it('adds the stack trace, and Nest\'s start-up records, at LOG_LEVEL=debug', async () => {
+  it("adds the stack trace, and Nest's start-up records, at LOG_LEVEL=debug", async () => {
     const { server, port } = await occupiedPort();
     try {
       const run = await runToExit({ PORT: String(port), LOG_LEVEL: 'debug' });
       expect(run.code).toBe(1);
-      expect(lines(run.stderr)[0]).toBe(`flostra: cannot listen on 127.0.0.1:${port}: the address is already in use (another Flostra?); stop it or set PORT to a free port`);
+      expect(lines(run.stderr)[0]).toBe(
+        `flostra: cannot listen on 127.0.0.1:${port}: the address is already in use (another Flostra?); stop it or set PORT to a free port`,
+      );
       expect(run.stderr).toMatch(STACK_LINE);
       expect(run.stdout).toMatch(/"level":"debug","msg":"Mapped \{\/health\/ready, GET\} route"/);
     } finally {
@@ -160,7 +179,7 @@ describe('npm start, as a person sees it', () => {
     expect(run.stderr).not.toMatch(STACK_LINE);
   });
 
-  it('says where PGlite\'s directory cannot be created, without a stack trace', async () => {
+  it("says where PGlite's directory cannot be created, without a stack trace", async () => {
     const dataDir = mkdtempSync(join(scratch, 'data-'));
     writeFileSync(join(dataDir, 'pgdata'), '');
     const run = await runToExit({ FLOSTRA_DATA_DIR: dataDir });
@@ -176,8 +195,15 @@ describe('npm start, as a person sees it', () => {
     server.close();
     const tokensDir = mkdtempSync(join(scratch, 'tokens-'));
     const tokensFile = join(tokensDir, 'tokens.json');
-    writeFileSync(tokensFile, JSON.stringify({ tokens: [{ token: 'a'.repeat(32), subject: 'ops', workspaces: {}, global: ['system-admin'] }] }));
-    const run = await runToExit({ EVENT_STORE_URL: `postgres://127.0.0.1:${port}/flostra`, FLOSTRA_TOKENS_FILE: tokensFile, FLOSTRA_ROLES: 'api' });
+    writeFileSync(
+      tokensFile,
+      JSON.stringify({ tokens: [{ token: 'a'.repeat(32), subject: 'ops', workspaces: {}, global: ['system-admin'] }] }),
+    );
+    const run = await runToExit({
+      EVENT_STORE_URL: `postgres://127.0.0.1:${port}/flostra`,
+      FLOSTRA_TOKENS_FILE: tokensFile,
+      FLOSTRA_ROLES: 'api',
+    });
     expect(run.code).toBe(1);
     expect(lines(run.stderr)[0]).toBe(`flostra: cannot connect to 127.0.0.1:${port}: connection refused`);
     expect(lines(run.stderr).length).toBeLessThanOrEqual(2);

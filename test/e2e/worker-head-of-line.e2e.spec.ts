@@ -26,7 +26,8 @@ describe('a worker with a long attempt running', () => {
     expect(res.status).toBe(201);
     return res.body.executionId as string;
   };
-  const status = async (executionId: string) => (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body.status as string;
+  const status = async (executionId: string) =>
+    (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body.status as string;
 
   it('finishes every execution dispatched after it, whichever partition they share with it', async () => {
     const longId = await start('long');
@@ -35,7 +36,8 @@ describe('a worker with a long attempt running', () => {
     // long one's partition and wait ten minutes behind it.
     const shortIds: string[] = [];
     for (let n = 0; n < 40; n++) shortIds.push(await start('short'));
-    for (const id of shortIds) await eventually(async () => (await status(id)) === 'succeeded', { what: `${id} to succeed`, timeoutMs: 60_000 });
+    for (const id of shortIds)
+      await eventually(async () => (await status(id)) === 'succeeded', { what: `${id} to succeed`, timeoutMs: 60_000 });
     expect(await status(longId)).toBe('running');
     expect((await api.post(`/v1/executions/${longId}/cancel`, { token: TOKENS.operatorA })).status).toBe(202);
     await eventually(async () => (await status(longId)) === 'cancelled', 'the long execution to be cancelled');

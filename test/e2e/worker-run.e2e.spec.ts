@@ -40,10 +40,13 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
     return res.body.executionId as string;
   };
   const until = (executionId: string, statuses: string[], what = statuses.join('|')) =>
-    eventually(async () => {
-      const v = (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body;
-      return statuses.includes(v.status) ? v : false;
-    }, { what: `${executionId} to be ${what}`, timeoutMs: 60_000 });
+    eventually(
+      async () => {
+        const v = (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body;
+        return statuses.includes(v.status) ? v : false;
+      },
+      { what: `${executionId} to be ${what}`, timeoutMs: 60_000 },
+    );
 
   it('runs executions to completion with the joined output', async () => {
     const ids = await Promise.all([1, 2, 3].map((n) => start('diamond', { n })));
@@ -80,7 +83,10 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
     }, 'the delay to run');
     expect((await api.post(`/v1/executions/${id}/cancel`, { token: TOKENS.operatorA })).status).toBe(202);
     expect((await until(id, ['cancelled'])).status).toBe('cancelled');
-    const redrive = await api.post(`/v1/executions/${id}/redrive`, { token: TOKENS.operatorA, headers: { 'idempotency-key': `again-${kind}` } });
+    const redrive = await api.post(`/v1/executions/${id}/redrive`, {
+      token: TOKENS.operatorA,
+      headers: { 'idempotency-key': `again-${kind}` },
+    });
     expect(redrive.status).toBe(202);
     const running = await until(id, ['running'], 'running again');
     expect(running.attempts.map((a: { status: string }) => a.status)).toEqual(['cancelled', 'running']);

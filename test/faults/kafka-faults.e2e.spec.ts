@@ -73,9 +73,12 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
     const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let output = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    await eventually(() => output.includes('is consuming dispatches'), { what: () => `the worker process to start:\n${output}`, timeoutMs: 60_000 });
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    await eventually(() => output.includes('is consuming dispatches'), {
+      what: () => `the worker process to start:\n${output}`,
+      timeoutMs: 60_000,
+    });
     return child;
   }
 
@@ -94,20 +97,34 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
       timeouts: { leaseMs: 3_000 },
     });
     await eventually(() => barrier.heldCount('killed-n2') === 1, { what: 'n2 to be held at the barrier', timeoutMs: 60_000 });
-    await eventually(async () => (await history(executionId)).some((e) => e.type === 'NodeSucceeded' && e.data['nodeId'] === 'n1'), 'n1 to be recorded');
+    await eventually(
+      async () => (await history(executionId)).some((e) => e.type === 'NodeSucceeded' && e.data['nodeId'] === 'n1'),
+      'n1 to be recorded',
+    );
     first.kill('SIGKILL');
     barrier.release('killed-n2');
 
     // A replacement worker that joins later (a group of its own, so it need not wait out the dead
     // member's session): it sees attempt 1 too, but only the claim of the retry attempt is its.
-    const second = createWorker({ bus: kafkaBus(brokers), apiUrl: t.url, token: TOKENS.worker, logger: quiet, concurrency: 4, egressAllow: ['127.0.0.1/32'], groupId: 'replacement-workers' });
+    const second = createWorker({
+      bus: kafkaBus(brokers),
+      apiUrl: t.url,
+      token: TOKENS.worker,
+      logger: quiet,
+      concurrency: 4,
+      egressAllow: ['127.0.0.1/32'],
+      groupId: 'replacement-workers',
+    });
     workers.push(second);
     await second.start();
 
-    const done = await eventually(async () => {
-      const v = await view(executionId);
-      return ['succeeded', 'failed', 'timed_out'].includes(v.status) ? v : false;
-    }, { what: 'the execution to finish', timeoutMs: 90_000 });
+    const done = await eventually(
+      async () => {
+        const v = await view(executionId);
+        return ['succeeded', 'failed', 'timed_out'].includes(v.status) ? v : false;
+      },
+      { what: 'the execution to finish', timeoutMs: 90_000 },
+    );
     expect(done.status).toBe('succeeded');
     expect(done.attempts.map((a: { status: string }) => a.status)).toEqual(['timed_out', 'succeeded']);
     expect(barrier.hits.get('killed-n1')).toBe(1);
@@ -139,14 +156,27 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
       };
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) ids.push(await publishAndStart('through-restart', graph));
-      await eventually(async () => (await history(ids[0]!)).some((e) => e.type === 'AttemptClaimed'), { what: 'the first attempt to be claimed', timeoutMs: 60_000 });
+      await eventually(async () => (await history(ids[0])).some((e) => e.type === 'AttemptClaimed'), {
+        what: 'the first attempt to be claimed',
+        timeoutMs: 60_000,
+      });
       await broker.restart({ hard: true });
       for (const id of ids) {
-        const done = await eventually(async () => {
-          const v = await view(id);
-          return ['succeeded', 'failed', 'timed_out', 'cancelled'].includes(v.status) ? v : false;
-        }, { what: `execution ${id} to finish`, timeoutMs: 120_000 });
-        if (done.status !== 'succeeded') console.log(JSON.stringify((await history(id)).map((e) => [e.type, e.data]), null, 0));
+        const done = await eventually(
+          async () => {
+            const v = await view(id);
+            return ['succeeded', 'failed', 'timed_out', 'cancelled'].includes(v.status) ? v : false;
+          },
+          { what: `execution ${id} to finish`, timeoutMs: 120_000 },
+        );
+        if (done.status !== 'succeeded')
+          console.log(
+            JSON.stringify(
+              (await history(id)).map((e) => [e.type, e.data]),
+              null,
+              0,
+            ),
+          );
         expect({ id, status: done.status }).toEqual({ id, status: 'succeeded' });
       }
     }, 300_000);

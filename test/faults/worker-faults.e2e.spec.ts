@@ -35,14 +35,18 @@ describe('the worker under injected faults (embedded stack)', () => {
     (await api.get(`/v1/executions/${executionId}/history?limit=1000`, { token: TOKENS.viewerA })).body.events;
 
   const untilStatus = (executionId: string, statuses: string[]) =>
-    eventually(async () => {
-      const view = await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA });
-      return statuses.includes(view.body.status) ? view.body : false;
-    }, `execution ${executionId} to reach ${statuses.join('|')}`);
+    eventually(
+      async () => {
+        const view = await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA });
+        return statuses.includes(view.body.status) ? view.body : false;
+      },
+      `execution ${executionId} to reach ${statuses.join('|')}`,
+    );
 
-  const indexOf = (events: Event[], type: string, nodeId: string) => events.findIndex((e) => e.type === type && e.data['nodeId'] === nodeId);
+  const indexOf = (events: Event[], type: string, nodeId: string) =>
+    events.findIndex((e) => e.type === type && e.data['nodeId'] === nodeId);
 
-  it('(a) A→B, A→D, B→D: D does not start until B succeeded, and D sees B\'s output (promise 5)', async () => {
+  it("(a) A→B, A→D, B→D: D does not start until B succeeded, and D sees B's output (promise 5)", async () => {
     await boot();
     const executionId = await publishAndStart('uneven-join', {
       nodes: [
@@ -84,7 +88,10 @@ describe('the worker under injected faults (embedded stack)', () => {
       close: () => bus.close(),
     };
     await boot({ bus: duplicating });
-    const executionId = await publishAndStart('dup-dispatch', { nodes: [{ id: 'only', type: 'http', config: { method: 'GET', url: `${barrier.url}/echo/dup-only` } }], edges: [] });
+    const executionId = await publishAndStart('dup-dispatch', {
+      nodes: [{ id: 'only', type: 'http', config: { method: 'GET', url: `${barrier.url}/echo/dup-only` } }],
+      edges: [],
+    });
     await untilStatus(executionId, ['succeeded']);
     const events = await history(executionId);
     expect(events.filter((e) => e.type === 'AttemptClaimed')).toHaveLength(1);
@@ -160,11 +167,17 @@ describe('the worker under injected faults (embedded stack)', () => {
     expect(pending.action.inputs.draft).toEqual({ amount: 650 });
     expect(barrier.hits.get('approved-send')).toBeUndefined();
     const wrongDigest = 'f'.repeat(64);
-    const mismatch = await api.post(`/v1/executions/${executionId}/approvals/sign-off`, { token: TOKENS.operatorA, body: { decision: 'approve', actionDigest: wrongDigest } });
+    const mismatch = await api.post(`/v1/executions/${executionId}/approvals/sign-off`, {
+      token: TOKENS.operatorA,
+      body: { decision: 'approve', actionDigest: wrongDigest },
+    });
     expect(mismatch.status).toBe(409);
     expect(mismatch.body.code).toBe('approval_mismatch');
     expect((await untilStatus(executionId, ['awaiting_approval'])).status).toBe('awaiting_approval');
-    const approved = await api.post(`/v1/executions/${executionId}/approvals/sign-off`, { token: TOKENS.operatorA, body: { decision: 'approve', actionDigest: pending.actionDigest } });
+    const approved = await api.post(`/v1/executions/${executionId}/approvals/sign-off`, {
+      token: TOKENS.operatorA,
+      body: { decision: 'approve', actionDigest: pending.actionDigest },
+    });
     expect(approved.status).toBe(202);
     const done = await untilStatus(executionId, ['succeeded', 'failed']);
     expect(done.status).toBe('succeeded');

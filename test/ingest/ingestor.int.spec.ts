@@ -19,7 +19,10 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
 
   async function startIngestor(store: EventStore = f.store) {
     const executions = new ExecutionStreams(store, f.clock, f.ids);
-    const results = new ResultIngestor({ executions, bus: f.bus, clock: f.clock, ids: f.ids, logger: f.logger }, { retry: { attempts: 2, initialMs: 10, maxMs: 20 } });
+    const results = new ResultIngestor(
+      { executions, bus: f.bus, clock: f.clock, ids: f.ids, logger: f.logger },
+      { retry: { attempts: 2, initialMs: 10, maxMs: 20 } },
+    );
     ingestor = new Ingestor({ bus: f.bus, results, logger: f.logger }, { restart: { initialMs: 20, maxMs: 100 } });
     await ingestor.start();
   }
@@ -53,7 +56,10 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
     ...extra,
   });
   const send = (executionId: string, ...values: (object | string)[]) =>
-    f.bus.publish(TOPICS.results, values.map((v) => ({ key: executionId, value: typeof v === 'string' ? v : JSON.stringify(v) })));
+    f.bus.publish(
+      TOPICS.results,
+      values.map((v) => ({ key: executionId, value: typeof v === 'string' ? v : JSON.stringify(v) })),
+    );
 
   it('records node and attempt results as facts on the execution stream', async () => {
     await startIngestor();
@@ -103,7 +109,14 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
     const delivered = (values: object[]) =>
       values.map((value, offset) => {
         const text = JSON.stringify(value);
-        return { topic: TOPICS.results, partition: 0, offset: String(offset), key: (value as { executionId: string }).executionId, value: text, headers: {} };
+        return {
+          topic: TOPICS.results,
+          partition: 0,
+          offset: String(offset),
+          key: (value as { executionId: string }).executionId,
+          value: text,
+          headers: {},
+        };
       });
 
     it('commit per execution as one append, in order, and only the refused result is dead-lettered', async () => {
@@ -125,14 +138,23 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
       );
 
       const written = async (executionId: string) => (await f.events(executionId)).slice(3);
-      expect((await written(one.executionId)).map((e) => e.type)).toEqual(['NodeStarted', 'NodeSucceeded', 'AttemptSucceeded', 'ExecutionSucceeded']);
+      expect((await written(one.executionId)).map((e) => e.type)).toEqual([
+        'NodeStarted',
+        'NodeSucceeded',
+        'AttemptSucceeded',
+        'ExecutionSucceeded',
+      ]);
       expect((await written(two.executionId)).map((e) => e.type)).toEqual(['NodeStarted', 'NodeSucceeded']);
       // One append per execution: its events follow one another in the global log, in one transaction.
       for (const { executionId } of [one, two]) {
         const transactions = new Set((await written(executionId)).map((e) => e.position.split('-')[0]));
         expect(transactions.size).toBe(1);
       }
-      await eventually(() => expect(dlq.values()).toEqual([expect.objectContaining({ reason: expect.objectContaining({ code: 'stale_attempt' }), original: JSON.stringify(stale) })]));
+      await eventually(() =>
+        expect(dlq.values()).toEqual([
+          expect.objectContaining({ reason: expect.objectContaining({ code: 'stale_attempt' }), original: JSON.stringify(stale) }),
+        ]),
+      );
     });
   });
 
@@ -143,7 +165,7 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
       await send(executionId, value);
       const letter = await eventually(() => {
         expect(dlq.messages.length).toBe(count + 1);
-        return dlq.values()[count]!;
+        return dlq.values()[count];
       });
       expect(letter).toMatchObject({
         reason: { code, message: expect.any(String) },
@@ -153,7 +175,7 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
         offset: expect.any(String),
         receivedAt: expect.any(String),
       });
-      expect(dlq.messages[count]!.key).toBe(executionId);
+      expect(dlq.messages[count].key).toBe(executionId);
       expect(await f.events(executionId)).toHaveLength(before);
     }
 
@@ -161,10 +183,18 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
       await startIngestor();
       const { executionId, fence } = await running();
       await expectDeadLetter(executionId, '{"messageId": ', 'validation_failed');
-      await expectDeadLetter(executionId, { ...result(executionId, fence, 'node_started', { nodeId: 'extract' }), sequence: -1 }, 'validation_failed');
+      await expectDeadLetter(
+        executionId,
+        { ...result(executionId, fence, 'node_started', { nodeId: 'extract' }), sequence: -1 },
+        'validation_failed',
+      );
       await expectDeadLetter(executionId, { ...result(executionId, fence, 'node_exploded', { nodeId: 'extract' }) }, 'validation_failed');
       await expectDeadLetter(executionId, result(executionId, fence, 'node_started'), 'validation_failed');
-      await expectDeadLetter(executionId, result(executionId, { ...fence, fencingToken: 7 }, 'node_started', { nodeId: 'extract' }), 'stale_attempt');
+      await expectDeadLetter(
+        executionId,
+        result(executionId, { ...fence, fencingToken: 7 }, 'node_started', { nodeId: 'extract' }),
+        'stale_attempt',
+      );
       await expectDeadLetter(executionId, result(randomUUID(), fence, 'attempt_succeeded'), 'not_found');
       f.clock.advance(LEASE_MS + 1);
       await expectDeadLetter(executionId, result(executionId, fence, 'attempt_succeeded'), 'lease_expired');
@@ -178,7 +208,7 @@ describe.each(STORE_KINDS)('the ingestor on %s', (kind) => {
       await send(executionId, huge);
       const letter = await eventually(() => {
         expect(dlq.messages.length).toBe(count + 1);
-        return dlq.values()[count]!;
+        return dlq.values()[count];
       });
       expect(letter).toMatchObject({ reason: { code: 'payload_too_large' }, originalTruncated: true });
       expect(await f.types(executionId)).not.toContain('NodeSucceeded');

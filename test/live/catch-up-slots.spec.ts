@@ -16,7 +16,7 @@ describe('catch-up slots', () => {
       });
     const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => read(i)));
     expect(peak).toBe(3);
-    expect(results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value)).toEqual(
+    expect(results.filter((r) => r.status === 'fulfilled').map((r) => r.value)).toEqual(
       Array.from({ length: 20 }, (_, i) => i).filter((i) => i % 5 !== 0),
     );
     expect(results.filter((r) => r.status === 'rejected')).toHaveLength(4);

@@ -118,6 +118,6 @@ export class RecordingOutput {
 
   /** Positions of the events written, in order. */
   get ids(): string[] {
-    return this.chunks.flatMap((chunk) => [...chunk.matchAll(/^id: (.*)$/gm)].map((m) => m[1]!));
+    return this.chunks.flatMap((chunk) => [...chunk.matchAll(/^id: (.*)$/gm)].map((m) => m[1]));
   }
 }

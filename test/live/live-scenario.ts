@@ -27,7 +27,10 @@ export async function historyOf(api: ApiClient, executionId: string): Promise<Hi
   const events: HistoryEvent[] = [];
   let after: string | null = null;
   for (;;) {
-    const res = await api.get(`/v1/executions/${executionId}/history?limit=1000${after === null ? '' : `&after=${encodeURIComponent(after)}`}`, { token: TOKENS.viewerA });
+    const res = await api.get(
+      `/v1/executions/${executionId}/history?limit=1000${after === null ? '' : `&after=${encodeURIComponent(after)}`}`,
+      { token: TOKENS.viewerA },
+    );
     expect(res.status).toBe(200);
     events.push(...(res.body.events as HistoryEvent[]));
     if (res.body.nextCursor === null) return events;
@@ -49,7 +52,10 @@ export async function startAndClaim(api: ApiClient, workflow: string, input: obj
       expect(res.status).toBe(200);
     },
     async complete() {
-      const res = await api.post(attemptPath(executionId, attemptId, 'complete'), { token: TOKENS.worker, body: { ...fence, outcome: 'succeeded', output: { ok: true } } });
+      const res = await api.post(attemptPath(executionId, attemptId, 'complete'), {
+        token: TOKENS.worker,
+        body: { ...fence, outcome: 'succeeded', output: { ok: true } },
+      });
       expect(res.status).toBe(200);
     },
   };
@@ -66,7 +72,11 @@ export async function runExecution(api: ApiClient, workflow: string, beats: numb
   return run.executionId;
 }
 
-export function liveOf(app: NestExpressApplication): { streams: LiveStreams; tune(options: Partial<LiveOptions>): void; registry: TokenRegistry } {
+export function liveOf(app: NestExpressApplication): {
+  streams: LiveStreams;
+  tune(options: Partial<LiveOptions>): void;
+  registry: TokenRegistry;
+} {
   return {
     streams: app.get(LiveStreams),
     tune: (options) => app.get(LiveSettings).tune(options),

@@ -21,12 +21,19 @@ function setup(options: Partial<LiveOptions> = {}) {
   async function connect(topic: LiveTopic, cursor: string | null = null) {
     const output = new RecordingOutput();
     const connection = new SseConnection({
-      output, principal, workspaceId: 'ws-a', topic, cursor, options: () => settings.current, onClosed: (_c, reason) => closed.push(reason),
+      output,
+      principal,
+      workspaceId: 'ws-a',
+      topic,
+      cursor,
+      options: () => settings.current,
+      onClosed: (_c, reason) => closed.push(reason),
     });
     await feed.subscribe(topic, connection);
-    const read = topic.kind === 'execution'
-      ? (after: string | null, limit: number) => timeline.readExecution(topic.executionId, after, limit)
-      : (after: string | null, limit: number) => timeline.readWorkspace(topic.workspaceId, after, limit);
+    const read =
+      topic.kind === 'execution'
+        ? (after: string | null, limit: number) => timeline.readExecution(topic.executionId, after, limit)
+        : (after: string | null, limit: number) => timeline.readWorkspace(topic.workspaceId, after, limit);
     const caughtUp = connection.catchUp(read);
     return { output, connection, caughtUp };
   }
@@ -103,7 +110,7 @@ describe('the seam between catch-up and live', () => {
   it('resumes strictly after the cursor', async () => {
     const t = setup();
     for (let i = 0; i < 8; i++) t.timeline.append('e1');
-    const cursor = t.timeline.events[4]!.position;
+    const cursor = t.timeline.events[4].position;
     const { output, caughtUp } = await t.connect({ kind: 'execution', executionId: 'e1' }, cursor);
     await caughtUp;
     expect(output.ids).toEqual(t.positionsOf(() => true).slice(5));

@@ -12,8 +12,15 @@ import { dropperOfStreams, historyOf, liveOf, startAndClaim } from './live-scena
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-proxy-server',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-proxy-server',
 ];
 
 // The page a person would open: an EventSource and nothing else, reconnection left to the browser.
@@ -67,7 +74,9 @@ describe.each(STORE_KINDS)('headless Chromium watching an execution on %s', (kin
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium) to run the browser SSE test`);
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium) to run the browser SSE test`,
+      );
     }
     t = await startTestApp(kind);
     api = client(t.url);
@@ -89,10 +98,9 @@ describe.each(STORE_KINDS)('headless Chromium watching an execution on %s', (kin
     const run = await startAndClaim(api, 'chain');
     const page: Page = await context.newPage();
     // These functions run in the page, where the script above keeps its state on the global object.
-    const inPage = () => globalThis as unknown as { received: { id: string; type: string }[]; opens: number };
-    const received = () => page.evaluate(() => (globalThis as unknown as ReturnType<typeof inPage>).received);
-    const has = (type: string) =>
-      page.waitForFunction((t) => (globalThis as unknown as ReturnType<typeof inPage>).received.some((e) => e.type === t), type);
+    type InPage = { received: { id: string; type: string }[]; opens: number };
+    const received = () => page.evaluate(() => (globalThis as unknown as InPage).received);
+    const has = (type: string) => page.waitForFunction((t) => (globalThis as unknown as InPage).received.some((e) => e.type === t), type);
 
     await page.goto(`${pages.url}/?execution=${run.executionId}`);
     await has('AttemptClaimed');
@@ -100,7 +108,7 @@ describe.each(STORE_KINDS)('headless Chromium watching an execution on %s', (kin
     await has('LeaseExtended');
     dropStreams();
     await run.heartbeat(); // while the browser waits `retry` before reconnecting
-    await page.waitForFunction(() => (globalThis as unknown as ReturnType<typeof inPage>).opens >= 2);
+    await page.waitForFunction(() => (globalThis as unknown as InPage).opens >= 2);
     await run.complete();
     await has('ExecutionSucceeded');
 

@@ -69,11 +69,13 @@ describe.each(STORE_KINDS)('live events over SSE on %s', (kind) => {
     it('resumes strictly after Last-Event-ID, and after ?lastEventId on a first connection', async () => {
       const executionId = await runExecution(api, 'chain', 3);
       const history = await historyOf(api, executionId);
-      const cut = history[2]!.position;
+      const cut = history[2].position;
       const byHeader = await open(executionEvents(executionId), { lastEventId: cut });
       const byQuery = await open(`${executionEvents(executionId)}?lastEventId=${encodeURIComponent(cut)}`);
       // Both at once: the header, which an EventSource sends on reconnection, wins.
-      const both = await open(`${executionEvents(executionId)}?lastEventId=${encodeURIComponent(history[0]!.position)}`, { lastEventId: cut });
+      const both = await open(`${executionEvents(executionId)}?lastEventId=${encodeURIComponent(history[0].position)}`, {
+        lastEventId: cut,
+      });
       for (const stream of [byHeader, byQuery, both]) {
         await stream.until((s) => s.messages.length >= history.length - 3);
         stream.close();
@@ -99,7 +101,7 @@ describe.each(STORE_KINDS)('live events over SSE on %s', (kind) => {
       const first = await runExecution(api, 'chain', 1);
       const second = await runExecution(api, 'chain', 1);
       const [a, b] = [await historyOf(api, first), await historyOf(api, second)];
-      const stream = await open(`/v1/workspaces/ws-a/events?lastEventId=${encodeURIComponent(a[0]!.position)}`);
+      const stream = await open(`/v1/workspaces/ws-a/events?lastEventId=${encodeURIComponent(a[0].position)}`);
       await stream.until((s) => s.ids.includes(b.at(-1)!.position));
       stream.close();
       expect(stream.ids).toEqual([...a.slice(1), ...b].map((e) => e.position));
@@ -107,7 +109,7 @@ describe.each(STORE_KINDS)('live events over SSE on %s', (kind) => {
   });
 
   describe('authorization', () => {
-    it('answers another workspace\'s execution with the 404 of GET /v1/executions/:id', async () => {
+    it("answers another workspace's execution with the 404 of GET /v1/executions/:id", async () => {
       const { executionId } = await start(api, 'chain');
       const plain = await api.get(`/v1/executions/${executionId}`, { token: TOKENS.adminB });
       const stream = await open(executionEvents(executionId), { token: TOKENS.adminB });

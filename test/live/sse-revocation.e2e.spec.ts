@@ -7,8 +7,12 @@ import { liveOf, startAndClaim } from './live-scenario.js';
 import { SseStream } from './sse-test-client.js';
 
 // The grants of test/support/test-app.ts that this suite keeps while it revokes others.
-const grant = (token: string, subject: string, workspaces: TokenEntry['workspaces'], global: TokenEntry['global'] = []): TokenEntry =>
-  ({ token, subject, workspaces, global });
+const grant = (token: string, subject: string, workspaces: TokenEntry['workspaces'], global: TokenEntry['global'] = []): TokenEntry => ({
+  token,
+  subject,
+  workspaces,
+  global,
+});
 const KEPT = [
   grant(TOKENS.adminA, 'alice', { 'ws-a': 'admin' }),
   grant(TOKENS.operatorA, 'oscar', { 'ws-a': 'operator' }),
@@ -58,7 +62,7 @@ describe.each(STORE_KINDS)('an open SSE stream whose grant changes, on %s', (kin
     registry.replace([...KEPT, VIEWER]);
   });
 
-  it('ends when the token loses its role in the stream\'s workspace', async () => {
+  it("ends when the token loses its role in the stream's workspace", async () => {
     const { registry } = liveOf(t.app);
     registry.replace([...KEPT, VIEWER, EDITOR]);
     const run = await startAndClaim(api, 'chain');

@@ -29,7 +29,10 @@ describe.each(STORE_KINDS)('a client that never reads, on %s', (kind) => {
     const executionIds: string[] = [];
     for (let i = 0; i < EXECUTIONS; i++) executionIds.push((await start(api, 'chain', { input: { i, pad: PAD } })).executionId);
     const histories = await Promise.all(executionIds.map((id) => historyOf(api, id)));
-    const expected = histories.flat().map((e) => e.position).sort();
+    const expected = histories
+      .flat()
+      .map((e) => e.position)
+      .sort();
     // Nothing is ever read from the slow socket until the server has given up on it.
     await eventually(() => live.streams.stats().closed.slow_client > slowBefore, 'the server to close the slow client');
     stream.resume();

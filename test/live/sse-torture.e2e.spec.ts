@@ -23,7 +23,12 @@ interface ClientRun {
  * a few milliseconds, or at once) and reconnects with Last-Event-ID, until it has `lastId()`.
  * Only complete messages count, as in a browser: a message cut in half is not dispatched.
  */
-async function churningClient(url: string, firstCursor: string | undefined, lastId: () => string | null, random: () => number): Promise<ClientRun> {
+async function churningClient(
+  url: string,
+  firstCursor: string | undefined,
+  lastId: () => string | null,
+  random: () => number,
+): Promise<ClientRun> {
   const run: ClientRun = { ids: [], connections: 0 };
   const done = () => {
     const last = lastId();
@@ -99,7 +104,10 @@ describe.each(STORE_KINDS)('SSE torture on %s: clients churning while executions
     }
     const executionIds = await Promise.all(executions);
     const histories = new Map(await Promise.all(executionIds.map(async (id) => [id, await historyOf(api, id)] as const)));
-    const workspacePositions = [...histories.values()].flat().map((e) => e.position).sort();
+    const workspacePositions = [...histories.values()]
+      .flat()
+      .map((e) => e.position)
+      .sort();
     lastOfWorkspace = workspacePositions.at(-1)!;
 
     const results = await Promise.all(clients);

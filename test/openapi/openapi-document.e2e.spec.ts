@@ -16,9 +16,13 @@ const REGENERATE = 'run `npm run docs:openapi` and commit docs/openapi.json and 
 
 /** `GET /v1/x/:id` for every route Express serves: what the running app really registered. */
 function registeredRoutes(t: TestApp): string[] {
-  const express = t.app.getHttpAdapter().getInstance() as { router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] } };
+  const express = t.app.getHttpAdapter().getInstance() as {
+    router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] };
+  };
   return express.router.stack
-    .flatMap((layer) => (layer.route === undefined ? [] : Object.keys(layer.route.methods).map((method) => `${method.toUpperCase()} ${layer.route!.path}`)))
+    .flatMap((layer) =>
+      layer.route === undefined ? [] : Object.keys(layer.route.methods).map((method) => `${method.toUpperCase()} ${layer.route!.path}`),
+    )
     .sort();
 }
 
@@ -28,7 +32,8 @@ async function declaredContracts(): Promise<{ operationId: string; file: string 
   const found: { operationId: string; file: string }[] = [];
   for (const file of files) {
     const module = (await import(pathToFileURL(join(ROOT, 'src', file)).href)) as Record<string, unknown>;
-    for (const value of Object.values(module)) if (isRouteContract(value)) found.push({ operationId: value.operationId, file: relative(ROOT, join(ROOT, 'src', file)) });
+    for (const value of Object.values(module))
+      if (isRouteContract(value)) found.push({ operationId: value.operationId, file: relative(ROOT, join(ROOT, 'src', file)) });
   }
   return found;
 }
@@ -112,13 +117,15 @@ describe('the OpenAPI document', () => {
     it('docs/openapi.json', () => {
       const generated = stringifyDocument(document);
       const file = committed('openapi.json');
-      if (generated !== file) throw new Error(`docs/openapi.json is not what the code generates: ${REGENERATE}\n${firstDifference(generated, file)}`);
+      if (generated !== file)
+        throw new Error(`docs/openapi.json is not what the code generates: ${REGENERATE}\n${firstDifference(generated, file)}`);
     });
 
     it('docs/api-reference.md', () => {
       const generated = renderApiReference(document);
       const file = committed('api-reference.md');
-      if (generated !== file) throw new Error(`docs/api-reference.md is not what the code generates: ${REGENERATE}\n${firstDifference(generated, file)}`);
+      if (generated !== file)
+        throw new Error(`docs/api-reference.md is not what the code generates: ${REGENERATE}\n${firstDifference(generated, file)}`);
     });
   });
 

@@ -5,7 +5,6 @@ import { client, type ApiClient } from '../support/http-client.js';
 import { claim, publish, start } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
-
 /** `GET /v1/admin/projections` and `POST /v1/admin/projections/:name/rebuild`: system-admin only. */
 describe.each(STORE_KINDS)('the projections admin API on %s', (kind) => {
   let t: TestApp;
@@ -58,7 +57,13 @@ describe.each(STORE_KINDS)('the projections admin API on %s', (kind) => {
       },
       { what: 'the rebuild to finish', timeoutMs: 5_000, intervalMs: 25 },
     );
-    expect(status).toMatchObject({ name: 'executions', version: 2, rebuild: null, eventsApplied: 10, lastRebuild: { rebuildId: res.body.rebuildId, version: 2 } });
+    expect(status).toMatchObject({
+      name: 'executions',
+      version: 2,
+      rebuild: null,
+      eventsApplied: 10,
+      lastRebuild: { rebuildId: res.body.rebuildId, version: 2 },
+    });
     expect((await api.get('/v1/workspaces/ws-a/executions', { token: TOKENS.viewerA })).body.executions).toEqual(before);
   });
 

@@ -6,7 +6,7 @@ import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test
 const LIST = '/v1/workspaces/ws-a/executions';
 
 /** `GET /v1/workspaces/:workspaceId/executions`: newest first, filtered, paged by an opaque cursor. */
-describe.each(STORE_KINDS)('listing a workspace\'s executions on %s', (kind) => {
+describe.each(STORE_KINDS)("listing a workspace's executions on %s", (kind) => {
   let t: TestApp;
   let api: ApiClient;
   /** Oldest first, as started. */
@@ -34,7 +34,11 @@ describe.each(STORE_KINDS)('listing a workspace\'s executions on %s', (kind) => 
   afterAll(() => t?.close());
 
   const ids = (body: { executions: { executionId: string }[] }) => body.executions.map((e) => e.executionId);
-  const newestFirst = (filter: (e: (typeof started)[number]) => boolean = () => true) => [...started].reverse().filter(filter).map((e) => e.executionId);
+  const newestFirst = (filter: (e: (typeof started)[number]) => boolean = () => true) =>
+    [...started]
+      .reverse()
+      .filter(filter)
+      .map((e) => e.executionId);
 
   it('lists every execution newest first, with a summary of each and the position it reflects', async () => {
     const res = await api.get(LIST, { token: TOKENS.viewerA });

@@ -44,8 +44,10 @@ describe.each(HARNESS_KINDS)('a read-your-writes query on %s', (kind) => {
     // The first batch after a quiet spell goes at once; once both runners have committed one,
     // every later append comes within the window and is held back until something hurries it.
     await writeRandomHistories(h.store, { seed: 20, steps: 4, concurrency: 1 });
-    await eventually(async () =>
-      (await liveCheckpoint(h.sql, 'executions')) !== null && (await liveCheckpoint(h.sql, 'timeline')) !== null, 'both runners to commit a first batch');
+    await eventually(
+      async () => (await liveCheckpoint(h.sql, 'executions')) !== null && (await liveCheckpoint(h.sql, 'timeline')) !== null,
+      'both runners to commit a first batch',
+    );
     await writeRandomHistories(h.store, { seed: 21, steps: 60, concurrency: 4 });
   }
 

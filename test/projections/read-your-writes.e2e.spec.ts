@@ -6,7 +6,6 @@ import { client, type ApiClient } from '../support/http-client.js';
 import { claim, publish, start } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
-
 /**
  * Queries read asynchronous read models, yet a client reads its own writes: by default a query
  * waits (bounded) until the read model reflects the log as it was when the query arrived; a
@@ -19,7 +18,11 @@ describe.each(STORE_KINDS)('read-your-writes on %s', (kind) => {
   let slow = false;
 
   beforeAll(async () => {
-    t = await startTestApp(kind, {}, { projector: { liveBatchSize: 1, hooks: { afterCommit: async () => void (slow && (await sleep(100))) } } });
+    t = await startTestApp(
+      kind,
+      {},
+      { projector: { liveBatchSize: 1, hooks: { afterCommit: async () => void (slow && (await sleep(100))) } } },
+    );
     api = client(t.url);
     await publish(api, 'chain');
   });
@@ -38,7 +41,11 @@ describe.each(STORE_KINDS)('read-your-writes on %s', (kind) => {
         expect(claimed.status).toBe(200);
         expect((await api.get(`/v1/executions/${started.body.executionId}`, viewer)).body.status).toBe('running');
         const history = await api.get(`/v1/executions/${started.body.executionId}/history`, viewer);
-        expect(history.body.events.map((e: { type: string }) => e.type)).toEqual(['ExecutionStarted', 'AttemptScheduled', 'AttemptClaimed']);
+        expect(history.body.events.map((e: { type: string }) => e.type)).toEqual([
+          'ExecutionStarted',
+          'AttemptScheduled',
+          'AttemptClaimed',
+        ]);
         const list = await api.get('/v1/workspaces/ws-a/executions?limit=1', viewer);
         expect(list.body.executions[0]).toMatchObject({ executionId: started.body.executionId, status: 'running' });
       }
@@ -91,7 +98,10 @@ describe.each(STORE_KINDS)('read-your-writes on %s', (kind) => {
       const view = await api.get(`/v1/executions/${executionId}?minPosition=${cancelledAt}`, viewer);
       expect(view.status).toBe(200);
       expect(view.body).toMatchObject({ status: 'cancelled', position: cancelledAt });
-      const history = await api.get(`/v1/executions/${executionId}/history`, { ...viewer, headers: { 'x-flostra-min-position': cancelledAt } });
+      const history = await api.get(`/v1/executions/${executionId}/history`, {
+        ...viewer,
+        headers: { 'x-flostra-min-position': cancelledAt },
+      });
       expect(history.body.events.at(-1).position).toBe(cancelledAt);
     });
   });

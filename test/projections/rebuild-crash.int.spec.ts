@@ -46,20 +46,23 @@ describe.each(HARNESS_KINDS)('a rebuild interrupted by a crash on %s', (kind) =>
 
     // What survived the crash: three whole batches, not a row more.
     const checkpoint = (await readCheckpoint(h.sql, 'timeline', version))!.position!;
-    const { rows: [counts] } = await h.sql.query<{ rows: string | number; last: string | null }>(
+    const {
+      rows: [counts],
+    } = await h.sql.query<{ rows: string | number; last: string | null }>(
       `select count(*) as rows, max(position) as last from read_models.timeline_v${version}`,
     );
     const log = await h.store.readAll({ maxCount: 1_000_000 });
     const upToCheckpoint = log.filter((e) => e.position <= checkpoint);
     expect(upToCheckpoint).toHaveLength(3 * BATCH);
-    expect(Number(counts!.rows)).toBe(upToCheckpoint.filter((e) => e.streamId.startsWith('execution-')).length);
-    expect(counts!.last === null || counts!.last <= checkpoint).toBe(true);
+    expect(Number(counts.rows)).toBe(upToCheckpoint.filter((e) => e.streamId.startsWith('execution-')).length);
+    expect(counts.last === null || counts.last <= checkpoint).toBe(true);
 
     // Two new processes race to take over while commands keep coming.
     const committed: (BatchInfo & { by: string })[] = [];
     const watcher = (by: string) => ({
       afterCommit: (info: BatchInfo) => {
-        if (info.name === 'timeline' && info.version === version && (info.role === 'building' || info.switched)) committed.push({ ...info, by });
+        if (info.name === 'timeline' && info.version === version && (info.role === 'building' || info.switched))
+          committed.push({ ...info, by });
       },
     });
     h.projector({ rebuildBatchSize: BATCH, hooks: watcher('second') });
@@ -74,7 +77,9 @@ describe.each(HARNESS_KINDS)('a rebuild interrupted by a crash on %s', (kind) =>
     const switchedAt = committed.find((c) => c.switched)!;
     const logAtSwitch = (await h.store.readAll({ maxCount: 1_000_000 })).filter((e) => e.position <= switchedAt.position);
     // Every log event counted once: three batches before the crash, the rest after it.
-    expect(3 * BATCH + committed.filter((c) => c.position <= switchedAt.position).reduce((n, c) => n + c.events, 0)).toBe(logAtSwitch.length);
+    expect(3 * BATCH + committed.filter((c) => c.position <= switchedAt.position).reduce((n, c) => n + c.events, 0)).toBe(
+      logAtSwitch.length,
+    );
     await h.expectModelsEqualTheLog();
   });
 });

@@ -25,7 +25,7 @@ describe.each(HARNESS_KINDS)('a rebuilt read model on %s', (kind) => {
     await harness.caughtUp();
     const incremental = await harness.dump();
     // The histories exercise most of the lifecycle, not one path through it.
-    expect(new Set(incremental.timeline!.map((row) => row.type)).size).toBeGreaterThanOrEqual(10);
+    expect(new Set(incremental.timeline.map((row) => row.type)).size).toBeGreaterThanOrEqual(10);
     await harness.expectModelsEqualTheLog();
 
     for (const name of ['executions', 'timeline']) {
@@ -36,10 +36,18 @@ describe.each(HARNESS_KINDS)('a rebuilt read model on %s', (kind) => {
     await harness.caughtUp();
     const rebuilt = await harness.dump();
     expect(rebuilt).toEqual(incremental);
-    expect(rebuilt.executions!.length).toBeGreaterThan(10);
+    expect(rebuilt.executions.length).toBeGreaterThan(10);
     // The old version's tables are gone once nobody reads them (dropped just after the switch).
     const oldTables = async () =>
-      (await harness!.sql.query<{ name: string }>(`select table_name as name from information_schema.tables where table_schema = 'read_models' and table_name like '%\\_v1'`)).rows;
-    await eventually(async () => expect(await oldTables()).toEqual([]), { what: 'the old version\'s tables to be dropped', timeoutMs: 5_000, intervalMs: 50 });
+      (
+        await harness!.sql.query<{ name: string }>(
+          `select table_name as name from information_schema.tables where table_schema = 'read_models' and table_name like '%\\_v1'`,
+        )
+      ).rows;
+    await eventually(async () => expect(await oldTables()).toEqual([]), {
+      what: "the old version's tables to be dropped",
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    });
   });
 });

@@ -32,7 +32,8 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     if (started.status !== 201) return void failures.push(`start ${started.status}`);
     const { executionId } = started.body;
     const view = await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA });
-    if (view.status !== 200 || view.body.position !== started.body.position) return void failures.push(`view ${view.status} ${JSON.stringify(view.body)}`);
+    if (view.status !== 200 || view.body.position !== started.body.position)
+      return void failures.push(`view ${view.status} ${JSON.stringify(view.body)}`);
     const attemptId = view.body.attempts[0].attemptId;
     const claimed = await claim(api, executionId, attemptId, `w-${n % 3}`);
     if (claimed.status !== 200) return void failures.push(`claim ${claimed.status}`);
@@ -49,7 +50,7 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     const failures: string[] = [];
     for (let n = 0; n < 15; n++) await lifecycle(n, failures);
     await t.waitForProjections();
-    const timelineBefore = (await dumpReadModels(t.readModelSql)).timeline!.map((r) => [r.position, r.event_id]);
+    const timelineBefore = (await dumpReadModels(t.readModelSql)).timeline.map((r) => [r.position, r.event_id]);
 
     let running = true;
     let count = 15;
@@ -57,7 +58,9 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
       while (running) await lifecycle(count++, failures);
     });
     await sleep(300);
-    const rebuilds = await Promise.all(['executions', 'timeline'].map((name) => api.post(`/v1/admin/projections/${name}/rebuild`, { token: TOKENS.systemAdmin })));
+    const rebuilds = await Promise.all(
+      ['executions', 'timeline'].map((name) => api.post(`/v1/admin/projections/${name}/rebuild`, { token: TOKENS.systemAdmin })),
+    );
     expect(rebuilds.map((r) => r.status)).toEqual([202, 202]);
 
     // Watch the rebuild through the admin API until both switched, while the load goes on.
@@ -71,7 +74,7 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
         last = status.body;
         const byName = Object.fromEntries(status.body.projections.map((p: { name: string }) => [p.name, p]));
         sawProgress ||= ['executions', 'timeline'].some((name) => byName[name].rebuild !== null);
-        return rebuilds.every((r, k) => byName[['executions', 'timeline'][k]!].lastRebuild?.rebuildId === r.body.rebuildId);
+        return rebuilds.every((r, k) => byName[['executions', 'timeline'][k]].lastRebuild?.rebuildId === r.body.rebuildId);
       },
       { what: () => `the rebuilds to finish: ${JSON.stringify(last)}`, timeoutMs: 150_000, intervalMs: 50 },
     );
@@ -85,10 +88,12 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     await t.waitForProjections();
     await expectReadModelsEqualTheLog(t.store, t.readModelSql);
     const after = await dumpReadModels(t.readModelSql);
-    const positions = new Map(after.timeline!.map((r) => [r.event_id, r.position]));
-    expect(timelineBefore.map(([position, eventId]) => [positions.get(eventId), eventId])).toEqual(timelineBefore);
+    const positions = new Map(after.timeline.map((r) => [r.event_id, r.position]));
+    expect(timelineBefore.map(([, eventId]) => [positions.get(eventId), eventId])).toEqual(timelineBefore);
     expect(after.executions).toHaveLength(count);
-    const { rows } = await t.readModelSql.query<{ name: string; live_version: number }>('select name, live_version from projector.projections order by name');
+    const { rows } = await t.readModelSql.query<{ name: string; live_version: number }>(
+      'select name, live_version from projector.projections order by name',
+    );
     expect(rows).toEqual([
       { name: 'executions', live_version: 2 },
       { name: 'timeline', live_version: 2 },

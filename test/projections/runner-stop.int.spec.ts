@@ -43,7 +43,10 @@ describe.each(HARNESS_KINDS)('a projection runner on %s', (kind) => {
     controller.abort(); // the runner is waiting for its checkpoint now
 
     let timer: NodeJS.Timeout | undefined;
-    const outcome = await Promise.race([ending, new Promise((resolve) => (timer = setTimeout(() => resolve('still running 10 s after the abort'), 10_000)))]);
+    const outcome = await Promise.race([
+      ending,
+      new Promise((resolve) => (timer = setTimeout(() => resolve('still running 10 s after the abort'), 10_000))),
+    ]);
     clearTimeout(timer);
     await signals.close();
     expect(outcome).toBe('stopped');

@@ -19,10 +19,12 @@ describe.each(HARNESS_KINDS)('the switch hold on %s', (kind) => {
 
   /** 'advanced', or why the checkpoint refused to move (the transaction then rolled back). */
   const advance = (h: ProjectionHarness, from: string | null, to: string) =>
-    h.sql.transaction(async (tx) => moveCheckpoint(tx, 'timeline', 1, from, to, 1)).then(
-      () => 'advanced',
-      (error: unknown) => checkpointRefusal(error) ?? Promise.reject(error),
-    );
+    h.sql
+      .transaction(async (tx) => moveCheckpoint(tx, 'timeline', 1, from, to, 1))
+      .then(
+        () => 'advanced',
+        (error: unknown) => checkpointRefusal(error) ?? Promise.reject(error),
+      );
 
   it('keeps the live checkpoint still while held, and lets it move once the hold has expired', async () => {
     const h = (harness = await openProjectionHarness(kind));

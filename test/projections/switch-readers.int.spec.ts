@@ -30,7 +30,7 @@ describe('reads that arrive in the middle of a switch on postgres', () => {
     await h.caughtUp();
     executionId = executions[0]!;
     const events = await h.store.readStream(executionStreamId(executionId));
-    workspaceId = (events[0]!.data as { workspaceId: string }).workspaceId;
+    workspaceId = (events[0].data as { workspaceId: string }).workspaceId;
     lastRevision = events.length - 1;
   });
   afterAll(() => h?.close());
@@ -38,7 +38,7 @@ describe('reads that arrive in the middle of a switch on postgres', () => {
   /** Blocked lock requests of other sessions: a read waiting for the switch shows up here. */
   async function waitingLocks(): Promise<number> {
     const { rows } = await h.sql.query<{ n: number }>('select count(*)::int as n from pg_locks where not granted');
-    return rows[0]!.n;
+    return rows[0].n;
   }
 
   it('answers every timeline read once the switch has committed', async () => {
@@ -56,7 +56,7 @@ describe('reads that arrive in the middle of a switch on postgres', () => {
               reader.workspaceOf(executionId),
             ]);
             reads.catch(() => undefined);
-            await eventually(async () => (await waitingLocks()) >= 2, { what: 'both reads to wait on the switch\'s locks', intervalMs: 10 });
+            await eventually(async () => (await waitingLocks()) >= 2, { what: "both reads to wait on the switch's locks", intervalMs: 10 });
           }
           return tx.query(sql, params);
         },

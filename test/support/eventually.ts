@@ -34,7 +34,11 @@ const DEFAULT_INTERVAL_MS = 20;
  *   await eventually(() => consumer.handled.length === 3, { what: 'three results handled', timeoutMs: 10_000 });
  */
 export async function eventually<T>(probe: () => T | Promise<T>, options: string | EventuallyOptions = {}): Promise<Exclude<T, false>> {
-  const { what, timeoutMs = DEFAULT_TIMEOUT_MS, intervalMs = DEFAULT_INTERVAL_MS } = typeof options === 'string' ? { what: options } : options;
+  const {
+    what,
+    timeoutMs = DEFAULT_TIMEOUT_MS,
+    intervalMs = DEFAULT_INTERVAL_MS,
+  } = typeof options === 'string' ? { what: options } : options;
   const deadline = Date.now() + timeoutMs;
   let tries = 0;
   let last: { error: unknown } | { value: T };

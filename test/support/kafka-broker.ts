@@ -45,7 +45,11 @@ const FETCH_SCRIPT = join('.ci', 'fetch-kafka.sh');
 const STOP_TIMEOUT_MS = 30_000;
 // The broker is a test fixture: C1 only starts it in half the time, and it never runs hot.
 const JVM_FLAGS = ['-Xms128m', '-Xmx512m', '-XX:TieredStopAtLevel=1', '-XX:+ExitOnOutOfMemoryError', '-Djava.awt.headless=true'];
-const LOG_FLAGS = ['-Dorg.slf4j.simpleLogger.defaultLogLevel=info', '-Dorg.slf4j.simpleLogger.showDateTime=true', '-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS'];
+const LOG_FLAGS = [
+  '-Dorg.slf4j.simpleLogger.defaultLogLevel=info',
+  '-Dorg.slf4j.simpleLogger.showDateTime=true',
+  '-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS',
+];
 
 /**
  * A real single-node Kafka (KRaft: broker and controller in one JVM) for tests, from Apache
@@ -201,7 +205,8 @@ function serverProperties({ port, controllerPort, dataDir }: { port: number; con
 
 function findJava(): string {
   const javaHome = process.env.JAVA_HOME;
-  const java = javaHome !== undefined && javaHome !== '' && existsSync(join(javaHome, 'bin', 'java')) ? join(javaHome, 'bin', 'java') : 'java';
+  const java =
+    javaHome !== undefined && javaHome !== '' && existsSync(join(javaHome, 'bin', 'java')) ? join(javaHome, 'bin', 'java') : 'java';
   const probe = spawnSync(java, ['-version'], { encoding: 'utf8', timeout: 30_000 });
   const major = Number(/version "(\d+)/.exec(`${probe.stderr}${probe.stdout}`)?.[1] ?? Number.NaN);
   if (probe.status !== 0 || !(major >= 17)) {
@@ -251,14 +256,20 @@ function runJava(java: string, args: string[], timeoutMs: number): Promise<void>
 async function waitUntilReady(child: ChildProcess, brokers: string[], timeoutMs: number, logFile: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const exited = () => child.exitCode !== null || child.signalCode !== null;
-  const fail = (reason: string) => new Error(`Kafka broker ${brokers.join(',')} ${reason}; its log (${logFile}) ends with:\n${logTail(logFile)}`);
-  const [host, port] = brokers[0]!.split(':') as [string, string];
+  const fail = (reason: string) =>
+    new Error(`Kafka broker ${brokers.join(',')} ${reason}; its log (${logFile}) ends with:\n${logTail(logFile)}`);
+  const [host, port] = brokers[0].split(':') as [string, string];
   while (!(await canConnect(host, Number(port)))) {
     if (exited()) throw fail(`exited (${child.signalCode ?? `code ${child.exitCode}`}) before listening`);
     if (Date.now() > deadline) throw fail(`did not listen within ${timeoutMs} ms`);
     await sleep(100);
   }
-  const admin = new kafkajs.Kafka({ clientId: 'flostra-test-harness', brokers, logLevel: kafkajs.logLevel.NOTHING, retry: { retries: 0 } }).admin();
+  const admin = new kafkajs.Kafka({
+    clientId: 'flostra-test-harness',
+    brokers,
+    logLevel: kafkajs.logLevel.NOTHING,
+    retry: { retries: 0 },
+  }).admin();
   try {
     for (;;) {
       try {

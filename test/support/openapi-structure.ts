@@ -16,13 +16,15 @@ export function structuralProblems(document: oas31.OpenAPIObject): string[] {
   const operationIds = new Map<string, string>();
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     if (!path.startsWith('/')) problems.push(`${path}: a path starts with /`);
-    const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!).sort();
+    const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]).sort();
     for (const [method, value] of Object.entries(item as Record<string, unknown>)) {
       const operation = value as oas31.OperationObject;
       const where = `${method.toUpperCase()} ${path}`;
-      if (!['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'].includes(method)) problems.push(`${where}: not an HTTP method`);
+      if (!['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'].includes(method))
+        problems.push(`${where}: not an HTTP method`);
       if (!operation.operationId) problems.push(`${where}: no operationId`);
-      else if (operationIds.has(operation.operationId)) problems.push(`${where}: operationId ${operation.operationId} is also ${operationIds.get(operation.operationId)}`);
+      else if (operationIds.has(operation.operationId))
+        problems.push(`${where}: operationId ${operation.operationId} is also ${operationIds.get(operation.operationId)}`);
       else operationIds.set(operation.operationId, where);
       const statuses = Object.keys(operation.responses ?? {});
       if (statuses.length === 0) problems.push(`${where}: no responses`);
@@ -38,18 +40,26 @@ export function structuralProblems(document: oas31.OpenAPIObject): string[] {
         const key = `${parameter.in}:${parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name}`;
         if (seen.has(key)) problems.push(`${where}: parameter ${key} twice`);
         seen.add(key);
-        if (parameter.in === 'path' && parameter.required !== true) problems.push(`${where}: path parameter ${parameter.name} must be required`);
-        if (parameter.schema === undefined && parameter.content === undefined) problems.push(`${where}: parameter ${parameter.name} has no schema`);
+        if (parameter.in === 'path' && parameter.required !== true)
+          problems.push(`${where}: path parameter ${parameter.name} must be required`);
+        if (parameter.schema === undefined && parameter.content === undefined)
+          problems.push(`${where}: parameter ${parameter.name} has no schema`);
       }
-      const pathParameters = parameters.filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name).sort();
+      const pathParameters = parameters
+        .filter((parameter) => parameter.in === 'path')
+        .map((parameter) => parameter.name)
+        .sort();
       if (JSON.stringify(pathParameters) !== JSON.stringify(templated)) {
-        problems.push(`${where}: path parameters ${pathParameters.join(',') || '(none)'} do not match the template's ${templated.join(',') || '(none)'}`);
+        problems.push(
+          `${where}: path parameters ${pathParameters.join(',') || '(none)'} do not match the template's ${templated.join(',') || '(none)'}`,
+        );
       }
       const body = operation.requestBody as oas31.RequestBodyObject | undefined;
       if (body !== undefined && Object.keys(body.content ?? {}).length === 0) problems.push(`${where}: a request body needs content`);
       for (const tag of operation.tags ?? []) if (!tags.has(tag)) problems.push(`${where}: tag ${tag} is not declared`);
       for (const requirement of operation.security ?? []) {
-        for (const scheme of Object.keys(requirement)) if (!schemes.has(scheme)) problems.push(`${where}: security scheme ${scheme} is not declared`);
+        for (const scheme of Object.keys(requirement))
+          if (!schemes.has(scheme)) problems.push(`${where}: security scheme ${scheme} is not declared`);
       }
     }
   }

@@ -43,7 +43,9 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     const [command, argv] = asPostgres ? ['runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]] : [join(bin, tool), args];
     const result = spawnSync(command, argv, { encoding: 'utf8', timeout: 60_000 });
     if (result.status !== 0) {
-      throw new Error(`${tool} ${args.join(' ')} failed (${result.error?.message ?? `exit ${result.status}`}):\n${result.stderr}${result.stdout}`);
+      throw new Error(
+        `${tool} ${args.join(' ')} failed (${result.error?.message ?? `exit ${result.status}`}):\n${result.stderr}${result.stdout}`,
+      );
     }
   };
 
@@ -100,7 +102,10 @@ export function testServerUrl(): string {
 
 /** Creates an empty database on the test server and returns its connection string. */
 export async function createTestDatabase(prefix: string, serverUrl: string = testServerUrl()): Promise<string> {
-  const name = `${prefix.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 40)}_${randomBytes(6).toString('hex')}`;
+  const name = `${prefix
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 40)}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
@@ -125,7 +130,7 @@ function findPostgresBin(): string {
         `(apt-get install -y postgresql) or set ${TEST_DATABASE_URL_ENV} to a running server`,
     );
   }
-  return join(POSTGRES_ROOT, versions[0]!, 'bin');
+  return join(POSTGRES_ROOT, versions[0], 'bin');
 }
 
 function freePort(): Promise<number> {

@@ -79,18 +79,40 @@ export async function openTestStore(kind: StoreKind): Promise<{ store: EventStor
   if (kind === 'pglite') {
     const client = await PgliteSqlClient.open();
     const store = await PostgresEventStore.open(client);
-    return { store, sql: client, close: async () => { await store.close(); await client.close(); } };
+    return {
+      store,
+      sql: client,
+      close: async () => {
+        await store.close();
+        await client.close();
+      },
+    };
   }
   if (kind === 'kurrentdb') {
     const double = await KurrentDbDouble.start();
     const store = KurrentDbEventStore.connect(double.url);
     const client = await PgliteSqlClient.open();
-    return { store, sql: client, close: async () => { await store.close(); await client.close(); await double.stop(); } };
+    return {
+      store,
+      sql: client,
+      close: async () => {
+        await store.close();
+        await client.close();
+        await double.stop();
+      },
+    };
   }
   const url = await createTestDatabase('e2e');
   const client = new PgSqlClient({ connectionString: url, max: 20 });
   const store = await PostgresEventStore.open(client);
-  return { store, sql: client, close: async () => { await store.close(); await client.close(); } };
+  return {
+    store,
+    sql: client,
+    close: async () => {
+      await store.close();
+      await client.close();
+    },
+  };
 }
 
 function testLogLevel(): LogThreshold {
@@ -106,7 +128,17 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   // FLOSTRA_TEST_LOG_LEVEL=error shows what a test's app logged, e.g. the cause of a 500.
   const logger = createLogger({ level: testLogLevel() });
   const bus = options.bus ?? new InProcessBus();
-  const app = await createApp({ config, store: opened.store, readModelSql: opened.sql, bus, clock, ids: randomIds, logger, registry: new TokenRegistry(ENTRIES), projector: options.projector });
+  const app = await createApp({
+    config,
+    store: opened.store,
+    readModelSql: opened.sql,
+    bus,
+    clock,
+    ids: randomIds,
+    logger,
+    registry: new TokenRegistry(ENTRIES),
+    projector: options.projector,
+  });
   // Every response of every suite is checked against its route's OpenAPI contract.
   const checks = enableResponseChecks(app, logger);
   await app.listen(0, '127.0.0.1');
@@ -115,7 +147,14 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   let worker: WorkerService | null = null;
   if (options.worker) {
     const settings = options.worker === true ? {} : options.worker;
-    worker = createWorker({ bus, apiUrl: url, token: TOKENS.worker, logger, concurrency: settings.concurrency ?? 4, egressAllow: settings.egressAllow ?? [] });
+    worker = createWorker({
+      bus,
+      apiUrl: url,
+      token: TOKENS.worker,
+      logger,
+      concurrency: settings.concurrency ?? 4,
+      egressAllow: settings.egressAllow ?? [],
+    });
     await worker.start();
   }
   return {
@@ -139,7 +178,9 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
       if (!options.bus) await bus.close();
       await opened.close();
       if (checks.violations.length > 0) {
-        const list = checks.violations.map((v) => `- ${v.route} → ${v.status}: ${v.detail}${v.issues.map((i) => `\n    ${i.path}: ${i.message}`).join('')}`);
+        const list = checks.violations.map(
+          (v) => `- ${v.route} → ${v.status}: ${v.detail}${v.issues.map((i) => `\n    ${i.path}: ${i.message}`).join('')}`,
+        );
         throw new Error(`responses broke their OpenAPI contract (fix the contract, or the code):\n${list.join('\n')}`);
       }
     },

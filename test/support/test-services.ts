@@ -60,7 +60,13 @@ export async function acquireTestServices(tier: string, names: readonly TestServ
     let launched!: () => void;
     const kafkaLaunched = new Promise<void>((resolve) => (launched = resolve));
     kafka = startKafkaBroker({ onLaunch: () => launched() });
-    await Promise.race([kafkaLaunched, kafka.then(() => undefined, () => undefined)]);
+    await Promise.race([
+      kafkaLaunched,
+      kafka.then(
+        () => undefined,
+        () => undefined,
+      ),
+    ]);
   }
   if (missing.includes('postgres')) {
     try {
@@ -81,7 +87,9 @@ export async function acquireTestServices(tier: string, names: readonly TestServ
   }
   if (failures.length > 0) {
     for (const [, service] of started.reverse()) await stopService(service).catch(() => undefined);
-    throw failures.length === 1 ? failures[0] : new AggregateError(failures, `the ${tier} tests' services could not start: ${failures.map(String).join('; ')}`);
+    throw failures.length === 1
+      ? failures[0]
+      : new AggregateError(failures, `the ${tier} tests' services could not start: ${failures.map(String).join('; ')}`);
   }
   for (const [name, service] of started) running.set(name, service);
 }

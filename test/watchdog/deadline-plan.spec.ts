@@ -21,7 +21,10 @@ import {
 import { planDeadlines } from '../../src/watchdog/application/deadline-plan.js';
 
 const plan = (events: ExecutionEvent[], runDeadlines = new Map<string, number | null>()) =>
-  planDeadlines(events.map((event) => ({ executionId: EXECUTION_ID, event })), runDeadlines);
+  planDeadlines(
+    events.map((event) => ({ executionId: EXECUTION_ID, event })),
+    runDeadlines,
+  );
 
 const EXECUTION_MS = 3_600_000;
 
@@ -55,11 +58,18 @@ describe('planning the deadlines of a batch', () => {
       attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }),
       attemptScheduled({ attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'retry', at: 31_000 }),
     ];
-    expect(plan(events).upserts).toEqual([{ executionId: EXECUTION_ID, kind: 'attempt', attemptId: ATTEMPT_2, dueMs: T0 + 31_000 + QUEUE_MS }]);
+    expect(plan(events).upserts).toEqual([
+      { executionId: EXECUTION_ID, kind: 'attempt', attemptId: ATTEMPT_2, dueMs: T0 + 31_000 + QUEUE_MS },
+    ]);
   });
 
   it('forgets everything of an execution that ended, even what the same batch added', () => {
-    const events = [executionStarted(), attemptScheduled(), attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }), executionTimedOut({ at: 60_000 })];
+    const events = [
+      executionStarted(),
+      attemptScheduled(),
+      attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }),
+      executionTimedOut({ at: 60_000 }),
+    ];
     expect(plan(events)).toEqual({
       upserts: [],
       removals: [

@@ -45,7 +45,7 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
   }
 
   const attemptOf = async (executionId: string, n: number) =>
-    ((await f.events(executionId)).filter((e) => e.type === 'AttemptScheduled')[n - 1]!.data as { attemptId: string }).attemptId;
+    ((await f.events(executionId)).filter((e) => e.type === 'AttemptScheduled')[n - 1].data as { attemptId: string }).attemptId;
 
   it('times out an expired lease and schedules the retry the policy allows', async () => {
     const { executionId, attemptId } = await f.startExecution(aWorkflow({ retry: ONE_RETRY }));
@@ -58,7 +58,9 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
     expect(events.at(-1)!.data).toMatchObject({ attemptNumber: 2, reason: 'retry' });
     // The retry is watched in its turn: its queue deadline replaced the lease.
     const retryId = await attemptOf(executionId, 2);
-    await eventually(async () => expect(await deadlines.of(executionId)).toContainEqual(expect.objectContaining({ kind: 'attempt', attemptId: retryId })));
+    await eventually(async () =>
+      expect(await deadlines.of(executionId)).toContainEqual(expect.objectContaining({ kind: 'attempt', attemptId: retryId })),
+    );
   });
 
   it('ends the execution as timed out when no attempt is left', async () => {
@@ -86,13 +88,21 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
     // The heartbeat wins the race: the watchdog's table still holds the old lease deadline.
     await watchdog.stop();
     f.clock.advance(LEASE_MS - 1_000);
-    const beat = await f.executions.handle(executionId, { type: 'Heartbeat', data: fence, metadata: { now: f.clock.now(), actor: fence.workerId } });
-    const extendedTo = Date.parse((beat.events[0]!.data as { leaseExpiresAt: string }).leaseExpiresAt);
+    const beat = await f.executions.handle(executionId, {
+      type: 'Heartbeat',
+      data: fence,
+      metadata: { now: f.clock.now(), actor: fence.workerId },
+    });
+    const extendedTo = Date.parse((beat.events[0].data as { leaseExpiresAt: string }).leaseExpiresAt);
     f.clock.advance(2_000);
-    expect(f.clock.now().getTime()).toBeGreaterThan(tracked!.dueMs);
+    expect(f.clock.now().getTime()).toBeGreaterThan(tracked.dueMs);
     expect(await watchdog.fireDue()).toBeGreaterThanOrEqual(1);
     expect(await f.types(executionId)).not.toContain('AttemptTimedOut');
-    expect((await deadlines.of(executionId)).find((d) => d.kind === 'attempt')).toMatchObject({ attemptId, dueMs: extendedTo, failures: 0 });
+    expect((await deadlines.of(executionId)).find((d) => d.kind === 'attempt')).toMatchObject({
+      attemptId,
+      dueMs: extendedTo,
+      failures: 0,
+    });
     // Past the extended lease, with no further heartbeat, it does time out.
     f.clock.advance(LEASE_MS);
     watchdog.start();
@@ -129,6 +139,8 @@ describe.each(STORE_KINDS)('the watchdog on %s', (kind) => {
       metadata: { now: redrivenAt, actor: 'operator' },
     });
     await caughtUp();
-    expect(await deadlines.of(executionId)).toContainEqual(expect.objectContaining({ kind: 'execution', dueMs: redrivenAt.getTime() + 50_000 }));
+    expect(await deadlines.of(executionId)).toContainEqual(
+      expect.objectContaining({ kind: 'execution', dueMs: redrivenAt.getTime() + 50_000 }),
+    );
   });
 });

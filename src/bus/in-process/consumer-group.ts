@@ -107,10 +107,10 @@ export class ConsumerGroup {
   }
 
   private async run(partition: number): Promise<void> {
-    const messages = this.log.partitions[partition]!;
+    const messages = this.log.partitions[partition];
     while (!this.closed) {
       const owner = this.assignment[partition];
-      const offset = this.committed[partition]!;
+      const offset = this.committed[partition];
       if (owner === undefined || offset >= messages.length) {
         await Promise.race([this.changed.wait(), this.log.appended.wait()]);
         continue;
@@ -142,9 +142,9 @@ export class ConsumerGroup {
    * ones to finish (up to the member's limit), and commits just past the longest finished prefix.
    */
   private async runPipelined(partition: number, owner: GroupMember, inFlight: Slots): Promise<void> {
-    const messages = this.log.partitions[partition]!;
+    const messages = this.log.partitions[partition];
     const progress = new PartitionProgress();
-    let position = this.committed[partition]!;
+    let position = this.committed[partition];
     const holds = () => !this.closed && owner.active && this.assignment[partition] === owner;
     while (holds()) {
       if (position >= messages.length) {
@@ -164,7 +164,7 @@ export class ConsumerGroup {
           () => {
             progress.finish(BigInt(offset));
             // Commits only move forward: a previous owner finishing late never rolls one back.
-            this.committed[partition] = Math.max(this.committed[partition]!, Number(progress.committable()));
+            this.committed[partition] = Math.max(this.committed[partition], Number(progress.committable()));
           },
           (error: unknown) => {
             // No skipping: the message stays unfinished, so no commit passes it; the member leaves.
@@ -177,7 +177,14 @@ export class ConsumerGroup {
   }
 
   private message(partition: number, offset: number): IncomingMessage {
-    const stored = this.log.partitions[partition]![offset]!;
-    return { topic: this.log.name, partition, offset: String(offset), key: stored.key, value: stored.value, headers: { ...stored.headers } };
+    const stored = this.log.partitions[partition][offset];
+    return {
+      topic: this.log.name,
+      partition,
+      offset: String(offset),
+      key: stored.key,
+      value: stored.value,
+      headers: { ...stored.headers },
+    };
   }
 }

@@ -24,7 +24,7 @@ export class TopicLog {
   }
 
   append(message: StoredMessage): void {
-    this.partitions[partitionFor(message.key, this.partitions.length)]!.push(message);
+    this.partitions[partitionFor(message.key, this.partitions.length)].push(message);
   }
 }
 

@@ -204,12 +204,23 @@ export class KafkaBus implements Bus {
  * out that way too: a publish keeps trying, until its deadline, when anything in the chain is
  * transient.
  */
-const TRANSIENT_NAMES = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound', 'KafkaJSLockTimeout']);
-const TRANSIENT_TEXT = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection error|Closed connection|broker not found|not the leader|leader not available/i;
+const TRANSIENT_NAMES = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSLockTimeout',
+]);
+const TRANSIENT_TEXT =
+  /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection error|Closed connection|broker not found|not the leader|leader not available/i;
 
 function isRetriable(error: unknown): boolean {
   for (let current = error, depth = 0; current instanceof Error && depth < 8; depth++) {
-    const { name, message, retriable, cause, originalError } = current as Error & { retriable?: unknown; cause?: unknown; originalError?: unknown };
+    const { name, message, retriable, cause, originalError } = current as Error & {
+      retriable?: unknown;
+      cause?: unknown;
+      originalError?: unknown;
+    };
     if (retriable === true || TRANSIENT_NAMES.has(name) || TRANSIENT_TEXT.test(message)) return true;
     current = cause ?? originalError;
   }

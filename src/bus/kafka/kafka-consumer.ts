@@ -21,7 +21,12 @@ export interface KafkaConsumerSettings {
  * rejects stops the whole consumer without committing, so the next member of the group gets
  * those messages again (at-least-once, no skipping).
  */
-export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions, settings: KafkaConsumerSettings, logger: Logger): Promise<ConsumerHandle> {
+export async function startKafkaConsumer(
+  kafka: Kafka,
+  options: ConsumerOptions,
+  settings: KafkaConsumerSettings,
+  logger: Logger,
+): Promise<ConsumerHandle> {
   const log = logger.child({ component: 'kafka-consumer', groupId: options.groupId, topic: options.topic });
   let failure: { error: unknown } | undefined;
   let stopping: Promise<void> | undefined;
@@ -112,7 +117,7 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
     for (let start = 0; start < batch.messages.length; start += maxBatchSize) {
       if (failure !== undefined || stopping !== undefined || !isRunning() || isStale()) return;
       const slice = batch.messages.slice(start, start + maxBatchSize);
-      const last = slice[slice.length - 1]!.offset;
+      const last = slice[slice.length - 1].offset;
       // A long handler must not cost the member its place in the group: keep heartbeating.
       // A failed heartbeat (say, a rebalance) is surfaced by the heartbeat after the handler.
       const beat = setInterval(() => heartbeat().catch(() => undefined), settings.heartbeatIntervalMs);
@@ -120,7 +125,12 @@ export async function startKafkaConsumer(kafka: Kafka, options: ConsumerOptions,
         await handleBatch(slice.map((message) => toIncoming(topic, partition, message)));
       } catch (error) {
         failure ??= { error };
-        log.error('handler rejected; stopping the consumer without committing', { partition, offset: slice[0]!.offset, count: slice.length, error: String(error) });
+        log.error('handler rejected; stopping the consumer without committing', {
+          partition,
+          offset: slice[0].offset,
+          count: slice.length,
+          error: String(error),
+        });
         pause();
         void stop();
         return;

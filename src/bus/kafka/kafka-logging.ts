@@ -25,7 +25,12 @@ export function kafkaLogCreator(logger: Logger): logCreator {
   const log = logger.child({ component: 'kafkajs' });
   return () =>
     ({ namespace, level, log: entry }) => {
-      const { message, timestamp: _timestamp, logger: _source, ...fields } = entry as { message: string; timestamp: string; logger?: string; error?: unknown };
+      const {
+        message,
+        timestamp: _timestamp,
+        logger: _source,
+        ...fields
+      } = entry as { message: string; timestamp: string; logger?: string; error?: unknown };
       const settling = namespace === 'Connection' && typeof fields.error === 'string' && SETTLING_ANSWERS.includes(fields.error);
       log[settling ? 'debug' : toLevel(level)](message, { namespace, ...fields });
     };

@@ -65,7 +65,11 @@ export class KafkaPipeline {
         (error: unknown) => {
           // The message stays started and unfinished: no commit ever passes it.
           this.failed = true;
-          this.options.log.error('handler rejected; stopping the consumer without committing the message', { partition, offset: message.offset, error: String(error) });
+          this.options.log.error('handler rejected; stopping the consumer without committing the message', {
+            partition,
+            offset: message.offset,
+            error: String(error),
+          });
           this.options.onFailure(error);
         },
       );

@@ -25,7 +25,7 @@ function fakeBroker(reply?: (batch: TopicRecords[]) => Promise<void>) {
   /** The request with this index, once it was sent. */
   const request = async (index: number): Promise<Request> => {
     while (requests.length <= index) await new Promise<void>((resolve) => (arrived = resolve));
-    return requests[index]!;
+    return requests[index];
   };
   return { send, requests, request };
 }
@@ -50,7 +50,10 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 function tracked(promise: Promise<void>) {
   const state = { done: false, promise };
-  promise.then(() => (state.done = true), () => undefined);
+  promise.then(
+    () => (state.done = true),
+    () => undefined,
+  );
   return state;
 }
 
@@ -62,7 +65,11 @@ describe('kafka publish batcher', () => {
       const first = tracked(batcher.publish('a', [msg('a1')]));
       const inFlight = await broker.request(0);
 
-      const queued = [batcher.publish('a', [msg('a2'), msg('a3')]), batcher.publish('b', [msg('b1')]), batcher.publish('a', [msg('a4')])].map(tracked);
+      const queued = [
+        batcher.publish('a', [msg('a2'), msg('a3')]),
+        batcher.publish('b', [msg('b1')]),
+        batcher.publish('a', [msg('a4')]),
+      ].map(tracked);
       await settle();
       expect(broker.requests).toHaveLength(1);
       expect(first.done).toBe(false);
@@ -144,14 +151,22 @@ describe('kafka publish batcher', () => {
       });
       const batcher = batcherOver(broker.send);
       await Promise.all([batcher.publish('a', [msg('1')]), batcher.publish('b', [msg('2')])]);
-      expect(broker.requests.map(carried)).toEqual(Array.from({ length: 3 }, () => [['a', ['1']], ['b', ['2']]]));
+      expect(broker.requests.map(carried)).toEqual(
+        Array.from({ length: 3 }, () => [
+          ['a', ['1']],
+          ['b', ['2']],
+        ]),
+      );
     });
 
     it('rejects with the last error once the timeout has passed, never dropping silently', async () => {
       const down = new Transient('broker not found');
       const broker = fakeBroker(() => Promise.reject(down));
       const batcher = batcherOver(broker.send, { timeoutMs: 500 });
-      const error = await batcher.publish('a', [msg('1')]).then(() => undefined, (caught: unknown) => caught);
+      const error = await batcher.publish('a', [msg('1')]).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(BusPublishError);
       expect(error).toMatchObject({ code: 'unavailable', topic: 'a', cause: down });
       expect((error as BusPublishError).attempts).toBeGreaterThan(1);
@@ -162,7 +177,11 @@ describe('kafka publish batcher', () => {
     it('splits it at the message bound without reordering the calls', async () => {
       const broker = fakeBroker(async () => undefined);
       const batcher = batcherOver(broker.send, { maxMessages: 3 });
-      await Promise.all([batcher.publish('a', [msg('1'), msg('2')]), batcher.publish('a', [msg('3'), msg('4')]), batcher.publish('a', [msg('5')])]);
+      await Promise.all([
+        batcher.publish('a', [msg('1'), msg('2')]),
+        batcher.publish('a', [msg('3'), msg('4')]),
+        batcher.publish('a', [msg('5')]),
+      ]);
       expect(broker.requests.map(carried)).toEqual([[['a', ['1', '2']]], [['a', ['3', '4', '5']]]]);
     });
 
@@ -170,7 +189,11 @@ describe('kafka publish batcher', () => {
       const broker = fakeBroker(async () => undefined);
       const batcher = batcherOver(broker.send, { maxBytes: 20 });
       const big = 'x'.repeat(30);
-      await Promise.all([batcher.publish('a', [msg('small-1')]), batcher.publish('a', [msg(big)]), batcher.publish('a', [msg('small-2'), msg('small-3')])]);
+      await Promise.all([
+        batcher.publish('a', [msg('small-1')]),
+        batcher.publish('a', [msg(big)]),
+        batcher.publish('a', [msg('small-2'), msg('small-3')]),
+      ]);
       expect(broker.requests.map(carried)).toEqual([[['a', ['small-1']]], [['a', [big]]], [['a', ['small-2', 'small-3']]]]);
     });
   });
@@ -188,7 +211,10 @@ describe('kafka publish batcher', () => {
     it('still sends them, stops retrying, and refuses new publishes', async () => {
       const broker = fakeBroker();
       const batcher = batcherOver(broker.send);
-      const inFlight = batcher.publish('a', [msg('in-flight')]).then(() => 'acknowledged', (error: unknown) => error);
+      const inFlight = batcher.publish('a', [msg('in-flight')]).then(
+        () => 'acknowledged',
+        (error: unknown) => error,
+      );
       const request = await broker.request(0);
       const queued = batcher.publish('a', [msg('queued')]);
       const closed = batcher.close();

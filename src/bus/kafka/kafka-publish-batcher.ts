@@ -69,7 +69,16 @@ export class KafkaPublishBatcher {
     const records = messages.map(({ key, value, headers }) => ({ key, value, headers: { ...headers } }));
     const bytes = records.reduce((sum, { key, value }) => sum + Buffer.byteLength(key) + Buffer.byteLength(value), 0);
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ topic, records, bytes, deadline: Date.now() + this.options.timeoutMs, attempts: 0, lastError: undefined, resolve, reject });
+      this.queue.push({
+        topic,
+        records,
+        bytes,
+        deadline: Date.now() + this.options.timeoutMs,
+        attempts: 0,
+        lastError: undefined,
+        resolve,
+        reject,
+      });
       this.draining ??= this.drain();
     });
   }
@@ -96,8 +105,8 @@ export class KafkaPublishBatcher {
   /** The oldest callers that fit the bounds; stops at the first misfit, as skipping it would reorder keys. */
   private takeBatch(): Pending[] {
     const batch = [this.queue.shift()!];
-    let messages = batch[0]!.records.length;
-    let bytes = batch[0]!.bytes;
+    let messages = batch[0].records.length;
+    let bytes = batch[0].bytes;
     for (let next = this.queue[0]; next !== undefined; next = this.queue[0]) {
       if (messages + next.records.length > this.options.maxMessages || bytes + next.bytes > this.options.maxBytes) break;
       messages += next.records.length;
@@ -144,7 +153,13 @@ export class KafkaPublishBatcher {
         live = this.expire(live, Date.now() + backoffMs);
         if (live.length === 0) return undefined;
         const topics = [...new Set(live.map((pending) => pending.topic))];
-        this.options.logger.warn('publish failed; retrying', { component: 'kafka-bus', topics, publishes: live.length, attempt: live[0]!.attempts, error: String(error) });
+        this.options.logger.warn('publish failed; retrying', {
+          component: 'kafka-bus',
+          topics,
+          publishes: live.length,
+          attempt: live[0].attempts,
+          error: String(error),
+        });
         await sleep(backoffMs);
         backoffMs = Math.min(backoffMs * 2, 2_000);
       }

@@ -6,7 +6,14 @@ import { keyPartitioner, murmur2 } from './key-partitioner.js';
 const { Partitioners } = kafkajs;
 
 function metadata(count: number): PartitionMetadata[] {
-  return Array.from({ length: count }, (_, partitionId) => ({ partitionId, leader: 1, replicas: [1], isr: [1], offlineReplicas: [], partitionErrorCode: 0 }));
+  return Array.from({ length: count }, (_, partitionId) => ({
+    partitionId,
+    leader: 1,
+    replicas: [1],
+    isr: [1],
+    offlineReplicas: [],
+    partitionErrorCode: 0,
+  }));
 }
 
 describe('the key partitioner', () => {

@@ -14,7 +14,7 @@ export function murmur2(data: Buffer): number {
   let h = SEED ^ length;
   const whole = length - (length % 4);
   for (let i = 0; i < whole; i += 4) {
-    let k = data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24);
+    let k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24);
     k = Math.imul(k, M);
     k ^= k >>> 24;
     k = Math.imul(k, M);
@@ -22,9 +22,9 @@ export function murmur2(data: Buffer): number {
   }
   // The last one to three bytes.
   const rest = length % 4;
-  if (rest === 3) h ^= data[whole + 2]! << 16;
-  if (rest >= 2) h ^= data[whole + 1]! << 8;
-  if (rest >= 1) h = Math.imul(h ^ data[whole]!, M);
+  if (rest === 3) h ^= data[whole + 2] << 16;
+  if (rest >= 2) h ^= data[whole + 1] << 8;
+  if (rest >= 1) h = Math.imul(h ^ data[whole], M);
   h ^= h >>> 13;
   h = Math.imul(h, M);
   h ^= h >>> 15;
@@ -50,6 +50,6 @@ export const keyPartitioner: ICustomPartitioner = () => {
     const counter = (counters.get(topic) ?? randomBytes(4).readUInt32BE(0)) + 1;
     counters.set(topic, counter);
     const available = partitionMetadata.filter((p) => p.leader >= 0);
-    return available.length > 0 ? available[toPositive(counter) % available.length]!.partitionId : toPositive(counter) % partitions;
+    return available.length > 0 ? available[toPositive(counter) % available.length].partitionId : toPositive(counter) % partitions;
   };
 };

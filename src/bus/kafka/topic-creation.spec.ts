@@ -16,7 +16,7 @@ function scriptedAdmin(existing: string[], looks: (Metadata | Error)[], offsetAn
       return true;
     },
     fetchTopicMetadata: async () => {
-      const look = looks[Math.min(fetches++, looks.length - 1)]!;
+      const look = looks[Math.min(fetches++, looks.length - 1)];
       if (look instanceof Error) throw look;
       return look;
     },
@@ -33,11 +33,16 @@ function protocolError(type: string): Error {
   return Object.assign(new Error(`broker said ${type}`), { type });
 }
 
-const led = (name: string, leaders: number[]): Metadata => ({ topics: [{ name, partitions: leaders.map((leader, partitionId) => ({ partitionId, leader })) }] });
+const led = (name: string, leaders: number[]): Metadata => ({
+  topics: [{ name, partitions: leaders.map((leader, partitionId) => ({ partitionId, leader })) }],
+});
 
 describe('creating the topics a role needs', () => {
   it('waits through "does not host this topic-partition" and leaderless partitions until every partition has a leader', async () => {
-    const broker = scriptedAdmin([], [protocolError('UNKNOWN_TOPIC_OR_PARTITION'), led('t', [1, -1, 1]), protocolError('LEADER_NOT_AVAILABLE'), led('t', [1, 1, 1])]);
+    const broker = scriptedAdmin(
+      [],
+      [protocolError('UNKNOWN_TOPIC_OR_PARTITION'), led('t', [1, -1, 1]), protocolError('LEADER_NOT_AVAILABLE'), led('t', [1, 1, 1])],
+    );
     await createMissingTopics(broker.admin, [{ topic: 't', partitions: 3 }], { timeoutMs: 10_000, pauseMs: 1 });
     expect(broker.created).toEqual(['t']);
     expect(broker.fetches()).toBe(4);
@@ -52,7 +57,14 @@ describe('creating the topics a role needs', () => {
 
   it('leaves existing topics alone and creates only the missing ones', async () => {
     const broker = scriptedAdmin(['old'], [led('new', [1])]);
-    await createMissingTopics(broker.admin, [{ topic: 'old', partitions: 1 }, { topic: 'new', partitions: 1 }], { timeoutMs: 10_000, pauseMs: 1 });
+    await createMissingTopics(
+      broker.admin,
+      [
+        { topic: 'old', partitions: 1 },
+        { topic: 'new', partitions: 1 },
+      ],
+      { timeoutMs: 10_000, pauseMs: 1 },
+    );
     expect(broker.created).toEqual(['new']);
   });
 
@@ -72,7 +84,9 @@ describe('creating the topics a role needs', () => {
 
   it('fails at once on any other answer', async () => {
     const broker = scriptedAdmin([], [protocolError('TOPIC_AUTHORIZATION_FAILED')]);
-    await expect(createMissingTopics(broker.admin, [{ topic: 't', partitions: 1 }], { timeoutMs: 10_000, pauseMs: 1 })).rejects.toThrow('TOPIC_AUTHORIZATION_FAILED');
+    await expect(createMissingTopics(broker.admin, [{ topic: 't', partitions: 1 }], { timeoutMs: 10_000, pauseMs: 1 })).rejects.toThrow(
+      'TOPIC_AUTHORIZATION_FAILED',
+    );
     expect(broker.fetches()).toBe(1);
   });
 });

@@ -4,7 +4,9 @@ import { UnavailableError } from '../../core/errors.js';
 export interface TopicAdmin {
   listTopics(): Promise<string[]>;
   createTopics(options: { waitForLeaders: boolean; topics: { topic: string; numPartitions: number }[] }): Promise<boolean>;
-  fetchTopicMetadata(options: { topics: string[] }): Promise<{ topics: { name: string; partitions: { partitionId: number; leader: number }[] }[] }>;
+  fetchTopicMetadata(options: {
+    topics: string[];
+  }): Promise<{ topics: { name: string; partitions: { partitionId: number; leader: number }[] }[] }>;
   /** ListOffsets: answered by each partition's leader only once it serves the partition. */
   fetchTopicOffsets(topic: string): Promise<unknown[]>;
 }
@@ -40,12 +42,19 @@ function stillSettling(error: unknown): boolean {
  * the messages the other partitions had accepted were stored twice (75 to 175 extra of 200 in
  * a loop on the test broker). Leaders that answer ListOffsets for every partition close it.
  */
-export async function createMissingTopics(admin: TopicAdmin, topics: { topic: string; partitions: number }[], options: TopicCreationOptions): Promise<void> {
+export async function createMissingTopics(
+  admin: TopicAdmin,
+  topics: { topic: string; partitions: number }[],
+  options: TopicCreationOptions,
+): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter(({ topic }) => !existing.has(topic));
   if (missing.length === 0) return;
   // Answers false when a concurrent creator won the race, which is fine.
-  await admin.createTopics({ waitForLeaders: false, topics: missing.map(({ topic, partitions }) => ({ topic, numPartitions: partitions })) });
+  await admin.createTopics({
+    waitForLeaders: false,
+    topics: missing.map(({ topic, partitions }) => ({ topic, numPartitions: partitions })),
+  });
   const names = missing.map(({ topic }) => topic);
   const deadline = performance.now() + options.timeoutMs;
   let lastSeen = 'no answer yet';

@@ -5,7 +5,12 @@ import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { Logger } from '../../core/logger.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 import type { ExecutionEventOf } from '../../executions/domain/execution.events.js';
-import { type CheckpointStore, CheckpointThrottle, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
+import {
+  type CheckpointStore,
+  CheckpointThrottle,
+  type RunningSubscription,
+  startCheckpointedSubscription,
+} from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { type DispatchMessage, dispatchMessageId, toOutgoing } from '../dispatch-message.js';
 import type { DispatchSchedule } from '../infrastructure/dispatch-schedule.js';
@@ -113,14 +118,17 @@ export class Dispatcher {
     // What this records is derived from the log after the checkpoint: a crash may lose it
     // together with the checkpoint, and the batch is dispatched again. The statements go out
     // together, in this order (an attempt claimed within the batch is added, then removed).
-    await this.deps.sql.transaction(async (tx) => {
-      await Promise.all([
-        this.deps.schedule.add(later, tx),
-        this.deps.unclaimed?.add(due, tx),
-        this.deps.unclaimed?.remove(left, tx),
-        this.deps.checkpoints.save(this.options.name, last.position, tx),
-      ]);
-    }, { asynchronousCommit: true });
+    await this.deps.sql.transaction(
+      async (tx) => {
+        await Promise.all([
+          this.deps.schedule.add(later, tx),
+          this.deps.unclaimed?.add(due, tx),
+          this.deps.unclaimed?.remove(left, tx),
+          this.deps.checkpoints.save(this.options.name, last.position, tx),
+        ]);
+      },
+      { asynchronousCommit: true },
+    );
   }
 
   /** Publishes held-back dispatches whose time has come; returns how many. */
@@ -153,8 +161,12 @@ export class Dispatcher {
   }
 
   private async messageOf(recorded: RecordedEvent, data: ExecutionEventOf<'AttemptScheduled'>['data']): Promise<DispatchMessage> {
-    const executionId = typeof recorded.metadata['executionId'] === 'string' ? recorded.metadata['executionId'] : recorded.streamId.slice(EXECUTION_PREFIX.length);
-    const workspaceId = typeof recorded.metadata['workspaceId'] === 'string' ? recorded.metadata['workspaceId'] : await this.workspaceOf(recorded.streamId);
+    const executionId =
+      typeof recorded.metadata['executionId'] === 'string'
+        ? recorded.metadata['executionId']
+        : recorded.streamId.slice(EXECUTION_PREFIX.length);
+    const workspaceId =
+      typeof recorded.metadata['workspaceId'] === 'string' ? recorded.metadata['workspaceId'] : await this.workspaceOf(recorded.streamId);
     return {
       messageId: dispatchMessageId(data.attemptId),
       executionId,

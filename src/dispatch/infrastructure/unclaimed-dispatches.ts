@@ -33,7 +33,9 @@ export class UnclaimedDispatches {
   /** The attempts left the queue (claimed, cancelled, timed out): nothing to send again. */
   async remove(attemptIds: readonly string[], q: SqlQueryable): Promise<void> {
     if (attemptIds.length === 0) return;
-    await q.query('delete from dispatch_unclaimed where attempt_id in (select jsonb_array_elements_text($1::jsonb))', [JSON.stringify(attemptIds)]);
+    await q.query('delete from dispatch_unclaimed where attempt_id in (select jsonb_array_elements_text($1::jsonb))', [
+      JSON.stringify(attemptIds),
+    ]);
   }
 
   async all(): Promise<DispatchMessage[]> {

@@ -25,7 +25,9 @@ interface ClientInternals {
  * both name the same connection-string format).
  */
 export function connectKurrentDb(url: string): EventStoreDBClient {
-  return EventStoreDBClient.connectionString(url.replace(/^kurrentdb(\+discover)?:\/\//i, (_, discover: string | undefined) => `esdb${discover ?? ''}://`));
+  return EventStoreDBClient.connectionString(
+    url.replace(/^kurrentdb(\+discover)?:\/\//i, (_, discover: string | undefined) => `esdb${discover ?? ''}://`),
+  );
 }
 
 /** Opens a `Streams.Read` call (a read or a subscription) on the client's channel. */

@@ -155,14 +155,17 @@ export class KurrentDbEventStore implements EventStore {
     const from = cursor === null ? null : decodePosition(cursor);
     const { signal, onCheckpoint } = options;
     if (signal.aborted) return;
-    const feed = new SubscriptionFeed(await subscribeAllFiltered(this.client, from, filter, this.checkpointIntervalMultiplier), batchSize * 4);
+    const feed = new SubscriptionFeed(
+      await subscribeAllFiltered(this.client, from, filter, this.checkpointIntervalMultiplier),
+      batchSize * 4,
+    );
     try {
       while (!signal.aborted) {
         await feed.wait(signal);
         if (signal.aborted) return;
         const batch = feed.takeEvents(batchSize, cursor);
         if (batch.length > 0) {
-          cursor = batch[batch.length - 1]!.position;
+          cursor = batch[batch.length - 1].position;
           yield batch;
           continue;
         }

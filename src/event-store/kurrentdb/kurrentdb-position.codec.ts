@@ -26,8 +26,8 @@ export function encodePosition({ commit, prepare }: LogPosition): Position {
 export function decodePosition(position: Position): LogPosition {
   const match = typeof position === 'string' ? POSITION_PATTERN.exec(position) : null;
   if (match === null) throw invalidPosition(position);
-  const commit = BigInt(match[1]!);
-  const prepare = BigInt(match[2]!);
+  const commit = BigInt(match[1]);
+  const prepare = BigInt(match[2]);
   if (commit > UINT64_MAX || prepare > UINT64_MAX) throw invalidPosition(position);
   return { commit, prepare };
 }

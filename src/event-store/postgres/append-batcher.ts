@@ -76,7 +76,7 @@ export class AppendBatcher {
 
   /** Settles every caller of the batch; never throws. */
   private async send(batch: Pending[]): Promise<void> {
-    if (batch.length === 1) return this.sendAlone(batch[0]!);
+    if (batch.length === 1) return this.sendAlone(batch[0]);
     let rows: (AppendRow & { ord: number })[];
     try {
       ({ rows } = await this.sql.query<AppendRow & { ord: number }>(APPEND_MANY_SQL, [batchJson(batch)]));
@@ -91,19 +91,21 @@ export class AppendBatcher {
     }
     for (const row of rows) {
       const { ord, ...append } = row;
-      batch[Number(ord) - 1]!.resolve(append);
+      batch[Number(ord) - 1].resolve(append);
     }
     // The function answers every append; should a row be missing, its caller must not hang.
     if (rows.length !== batch.length) {
       const answered = new Set(rows.map((row) => Number(row.ord) - 1));
-      batch.forEach((pending, index) => answered.has(index) || pending.reject(new Error('the batch append returned no row for this append')));
+      batch.forEach(
+        (pending, index) => answered.has(index) || pending.reject(new Error('the batch append returned no row for this append')),
+      );
     }
   }
 
   private async sendAlone({ request, resolve, reject }: Pending): Promise<void> {
     try {
       const { rows } = await this.sql.query<AppendRow>(APPEND_SQL, [request.streamId, request.kind, request.revision, request.events]);
-      resolve(rows[0]!);
+      resolve(rows[0]);
     } catch (error) {
       reject(error);
     }

@@ -119,7 +119,7 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: string[] }> = [
   },
 ];
 
-export const EVENT_STORE_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+export const EVENT_STORE_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 /**
  * Brings the `event_store` schema to the latest version. Idempotent, and safe when several

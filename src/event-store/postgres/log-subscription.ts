@@ -49,7 +49,7 @@ export async function* subscribeToLog(source: LogSource, subscription: LogSubscr
         const page = await source.readPage(cursor, batchSize, prefixes);
         if (signal.aborted) return;
         if (page.events.length > 0) {
-          cursor = page.events[page.events.length - 1]!.position;
+          cursor = page.events[page.events.length - 1].position;
           yield page.events;
           if (page.events.length === batchSize) continue;
         }
@@ -64,7 +64,7 @@ export async function* subscribeToLog(source: LogSource, subscription: LogSubscr
         continue;
       }
       if (batch.events.length > 0) {
-        cursor = batch.events[batch.events.length - 1]!.position;
+        cursor = batch.events[batch.events.length - 1].position;
         yield batch.events;
         if (batch.events.length === batchSize) continue;
       }

@@ -6,11 +6,20 @@ import { encodePosition } from './position.codec.js';
 const at = (transactionId: number, seq: number) => encodePosition({ transactionId: BigInt(transactionId), seq: BigInt(seq) });
 
 function event(streamId: string, transactionId: number, seq: number): RecordedEvent {
-  return { id: `${transactionId}-${seq}`, type: 'T', streamId, revision: 0, position: at(transactionId, seq), data: null, metadata: {}, recordedAt: '' };
+  return {
+    id: `${transactionId}-${seq}`,
+    type: 'T',
+    streamId,
+    revision: 0,
+    position: at(transactionId, seq),
+    data: null,
+    metadata: {},
+    recordedAt: '',
+  };
 }
 
 /** A tail started at (10, 1) and extended by one refresh of `events`, up to `head`. */
-function tailWith(events: RecordedEvent[], head = events[events.length - 1]!.position, capacity = 100) {
+function tailWith(events: RecordedEvent[], head = events[events.length - 1].position, capacity = 100) {
   const tail = new LogTail(capacity);
   tail.join(at(10, 1));
   tail.extend(tail.refreshPoint()!, events, head);
@@ -23,15 +32,15 @@ describe('log tail', () => {
   describe('when a subscription is inside the window', () => {
     it('serves the events after its cursor, of its streams only, at most a batch', () => {
       const tail = tailWith(log);
-      expect(tail.take(at(10, 1), ['a-'], 1)).toEqual({ events: [log[0]], next: log[0]!.position });
-      expect(tail.take(log[0]!.position, ['a-'], 5)).toEqual({ events: [log[2]], next: log[3]!.position });
-      expect(tail.take(log[1]!.position, null, 5)).toEqual({ events: log.slice(2), next: log[3]!.position });
+      expect(tail.take(at(10, 1), ['a-'], 1)).toEqual({ events: [log[0]], next: log[0].position });
+      expect(tail.take(log[0].position, ['a-'], 5)).toEqual({ events: [log[2]], next: log[3].position });
+      expect(tail.take(log[1].position, null, 5)).toEqual({ events: log.slice(2), next: log[3].position });
     });
 
     it('moves a subscription past events of other streams up to the readable head', () => {
       const tail = tailWith(log, at(20, 9));
-      expect(tail.take(log[2]!.position, ['a-'], 5)).toEqual({ events: [], next: at(20, 9) });
-      expect(tail.hasBeyond(log[3]!.position)).toBe(true);
+      expect(tail.take(log[2].position, ['a-'], 5)).toEqual({ events: [], next: at(20, 9) });
+      expect(tail.hasBeyond(log[3].position)).toBe(true);
       expect(tail.hasBeyond(at(20, 9))).toBe(false);
     });
   });
@@ -40,7 +49,7 @@ describe('log tail', () => {
     it('drops the oldest, and a subscription behind them is sent to read directly', () => {
       const tail = tailWith(log, undefined, 3);
       expect(tail.take(at(10, 1), null, 5)).toBeNull();
-      expect(tail.take(log[0]!.position, null, 5)).toEqual({ events: log.slice(1), next: log[3]!.position });
+      expect(tail.take(log[0].position, null, 5)).toEqual({ events: log.slice(1), next: log[3].position });
     });
 
     it('keeps exactly the newest events over many refreshes, one event each', () => {
@@ -52,7 +61,7 @@ describe('log tail', () => {
         tail.extend(tail.refreshPoint()!, [next], next.position);
         seen.push(next);
         const held = seen.slice(-3);
-        const before = seen.length > 3 ? seen[seen.length - 4]!.position : at(10, 1);
+        const before = seen.length > 3 ? seen[seen.length - 4].position : at(10, 1);
         expect(tail.take(before, null, 10)).toEqual({ events: held, next: next.position });
         if (seen.length > 3) expect(tail.take(seen[seen.length - 5]?.position ?? at(10, 1), null, 10)).toBeNull();
       }
@@ -71,7 +80,7 @@ describe('log tail', () => {
       expect(tail.take(at(10, 1), null, 5)).toBeNull();
 
       tail.join(at(30, 1));
-      tail.extend(point, log, log[3]!.position);
+      tail.extend(point, log, log[3].position);
       expect(tail.head).toBe(at(30, 1));
       expect(tail.take(at(30, 1), null, 5)).toEqual({ events: [], next: at(30, 1) });
     });

@@ -68,7 +68,7 @@ export class LogTail {
     if (cursor >= this.to) return { events: [], next: cursor };
     const events: RecordedEvent[] = [];
     for (let index = this.firstAfter(cursor); index < this.events.length; index++) {
-      const event = this.events[index]!;
+      const event = this.events[index];
       if (prefixes !== null && !prefixes.some((prefix) => event.streamId.startsWith(prefix))) continue;
       events.push(event);
       if (events.length === maxCount) return { events, next: event.position };
@@ -93,7 +93,7 @@ export class LogTail {
   extend(point: RefreshPoint, events: RecordedEvent[], head: Position | null): void {
     if (point.generation !== this.generation || point.after !== this.to) return;
     this.events.push(...events);
-    const last = events.length > 0 ? events[events.length - 1]!.position : point.after;
+    const last = events.length > 0 ? events[events.length - 1].position : point.after;
     this.to = head !== null && head > last ? head : last;
     // Dropping the oldest only moves `first`; the array is compacted once the dropped part is as
     // long as the window. Removing them from the front at every refresh copied the whole window
@@ -101,7 +101,7 @@ export class LogTail {
     const excess = this.events.length - this.first - this.capacity;
     if (excess > 0) {
       this.first += excess;
-      this.from = this.events[this.first - 1]!.position;
+      this.from = this.events[this.first - 1].position;
       if (this.first >= this.capacity) {
         this.events = this.events.slice(this.first);
         this.first = 0;
@@ -115,7 +115,7 @@ export class LogTail {
     let high = this.events.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if (this.events[middle]!.position <= cursor) low = middle + 1;
+      if (this.events[middle].position <= cursor) low = middle + 1;
       else high = middle;
     }
     return low;

@@ -3,7 +3,6 @@ import { sleep } from '../../../test/support/eventually.js';
 import { flushEventLoop } from '../../../test/support/worker/dag/deferred.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 
-
 function watcherOver(probe: () => Promise<LogProbe>, settleMs = 0, alwaysSettle = false) {
   let wakeFromOtherProcess = () => undefined as void;
   const watcher = new LogWatcher({
@@ -200,10 +199,14 @@ describe('log watcher', () => {
     it('waits settleMs even before reading a lone append', async () => {
       let probes = 0;
       let appended = 0;
-      const { watcher, wakeFromOtherProcess } = watcherOver(async () => {
-        probes += 1;
-        return { heldBack: false, appends: 0 };
-      }, 60_000, true);
+      const { watcher, wakeFromOtherProcess } = watcherOver(
+        async () => {
+          probes += 1;
+          return { heldBack: false, appends: 0 };
+        },
+        60_000,
+        true,
+      );
       await watcher.acquire();
       const signal = new AbortController().signal;
       const waiting = watcher.waitUntil(() => appended === 1 && probes > 1, signal);

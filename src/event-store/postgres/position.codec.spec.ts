@@ -25,10 +25,17 @@ describe('Postgres event store positions', () => {
     expect([...inLogOrder].reverse().sort()).toEqual(inLogOrder);
   });
 
-  it.each(['', 'abc', '1', '1-2', '1-2-3', '-1-1', ` ${at(1n, 2n)}`, '18446744073709551616-0000000000000000001', '00000000000000000001-9223372036854775808'])(
-    'rejects %j as a validation error',
-    (cursor) => {
-      expect(() => decodePosition(cursor)).toThrow(ValidationFailedError);
-    },
-  );
+  it.each([
+    '',
+    'abc',
+    '1',
+    '1-2',
+    '1-2-3',
+    '-1-1',
+    ` ${at(1n, 2n)}`,
+    '18446744073709551616-0000000000000000001',
+    '00000000000000000001-9223372036854775808',
+  ])('rejects %j as a validation error', (cursor) => {
+    expect(() => decodePosition(cursor)).toThrow(ValidationFailedError);
+  });
 });

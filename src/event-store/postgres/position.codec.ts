@@ -31,8 +31,8 @@ export function encodePosition(position: LogPosition): Position {
 export function decodePosition(position: Position): LogPosition {
   const match = typeof position === 'string' ? POSITION_PATTERN.exec(position) : null;
   if (match === null) throw invalidPosition(position);
-  const transactionId = BigInt(match[1]!);
-  const seq = BigInt(match[2]!);
+  const transactionId = BigInt(match[1]);
+  const seq = BigInt(match[2]);
   if (transactionId > XID8_MAX || seq > BIGINT_MAX) throw invalidPosition(position);
   return { transactionId, seq };
 }

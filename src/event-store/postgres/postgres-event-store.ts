@@ -114,10 +114,7 @@ export class PostgresEventStore implements EventStore {
     // NOTIFY after commit, not inside the append: Postgres serializes the commits of notifying
     // transactions (one lock held through the WAL flush), which cut append throughput to a
     // third at 32 writers in bench/append.bench.ts.
-    this.notifier = new WakeNotifier(
-      () => client.notify(EVENTS_CHANNEL, this.instanceId),
-      options.onNotifyError ?? (() => undefined),
-    );
+    this.notifier = new WakeNotifier(() => client.notify(EVENTS_CHANNEL, this.instanceId), options.onNotifyError ?? (() => undefined));
   }
 
   /** Migrates the schema to the latest version, then opens the store. */
@@ -126,11 +123,7 @@ export class PostgresEventStore implements EventStore {
     return new PostgresEventStore(client, options);
   }
 
-  async appendToStream(
-    streamId: string,
-    events: EventToAppend[],
-    options: { expectedRevision: ExpectedRevision },
-  ): Promise<AppendResult> {
+  async appendToStream(streamId: string, events: EventToAppend[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     validateStreamId(streamId);
     validateEvents(events);
     const [kind, revision] = expectedRevisionParams(options.expectedRevision);

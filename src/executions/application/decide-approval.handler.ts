@@ -32,7 +32,13 @@ export class DecideApprovalHandler implements ICommandHandler<DecideApprovalComm
       authorizeOperator(principal, state);
       return {
         type: 'DecideApproval',
-        data: { nodeId, decision: body.decision, actionDigest: body.actionDigest, comment: body.comment ?? null, attemptId: this.executions.ids.uuid() },
+        data: {
+          nodeId,
+          decision: body.decision,
+          actionDigest: body.actionDigest,
+          comment: body.comment ?? null,
+          attemptId: this.executions.ids.uuid(),
+        },
         metadata: { now: this.executions.clock.now(), actor: principal.subject },
       };
     });

@@ -36,7 +36,11 @@ export class ExecutionStreams {
    * `eventIds` makes the ids of the appended events deterministic (a retry must not add a second
    * fact); `newStream` skips the read of a stream whose id was just made at random.
    */
-  handle(executionId: string, command: ExecutionCommandInput, options: { eventIds?: (index: number) => string; newStream?: boolean } = {}): Promise<ExecutionOutcome> {
+  handle(
+    executionId: string,
+    command: ExecutionCommandInput,
+    options: { eventIds?: (index: number) => string; newStream?: boolean } = {},
+  ): Promise<ExecutionOutcome> {
     return handleCommand({ ...this.options(executionId, options.eventIds), command, assumeNewStream: options.newStream });
   }
 

@@ -17,7 +17,8 @@ export function encodeCursor(createdPosition: string): string {
 
 export function decodeCursor(cursor: string): string {
   const decoded = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (!/^[\x21-\x7e]{1,200}$/.test(decoded)) throw new ValidationFailedError('invalid cursor', [{ path: 'query.cursor', message: 'not a cursor of this list' }]);
+  if (!/^[\x21-\x7e]{1,200}$/.test(decoded))
+    throw new ValidationFailedError('invalid cursor', [{ path: 'query.cursor', message: 'not a cursor of this list' }]);
   return decoded;
 }
 
@@ -41,18 +42,28 @@ export function toSummaryView(s: ExecutionSummary) {
 export function toView(state: StartedExecution, position: string) {
   // Graph order: stable, and independent of how the document was stored.
   const order = new Map(state.workflow.graph.nodes.map((n, index) => [n.id, index]));
-  const nodes = Object.values(state.nodes).sort((a, b) => (order.get(a.nodeId) ?? Infinity) - (order.get(b.nodeId) ?? Infinity) || (a.nodeId < b.nodeId ? -1 : 1));
+  const nodes = Object.values(state.nodes).sort(
+    (a, b) => (order.get(a.nodeId) ?? Infinity) - (order.get(b.nodeId) ?? Infinity) || (a.nodeId < b.nodeId ? -1 : 1),
+  );
   return {
     executionId: state.executionId,
     workspaceId: state.workspaceId,
-    workflow: { workflowId: state.workflow.workflowId, name: state.workflow.name, revision: state.workflow.revision, digest: state.workflow.digest },
+    workflow: {
+      workflowId: state.workflow.workflowId,
+      name: state.workflow.name,
+      revision: state.workflow.revision,
+      digest: state.workflow.digest,
+    },
     workflowRevision: state.workflow.revision,
     status: state.status,
     cancelRequested: state.cancelRequest !== null,
     input: state.input,
     output: state.output ?? null,
     error: state.error ?? null,
-    pendingApproval: state.pendingApproval === null ? null : { nodeId: state.pendingApproval.nodeId, action: state.pendingApproval.action, actionDigest: state.pendingApproval.actionDigest },
+    pendingApproval:
+      state.pendingApproval === null
+        ? null
+        : { nodeId: state.pendingApproval.nodeId, action: state.pendingApproval.action, actionDigest: state.pendingApproval.actionDigest },
     attempts: state.attempts.map((a) => ({
       attemptId: a.attemptId,
       attemptNumber: a.attemptNumber,

@@ -41,7 +41,10 @@ export const completeBodySchema = z
     approval: z.strictObject({ nodeId: z.string().min(1).max(64), action: z.unknown() }).optional(),
   })
   .refine((b) => b.outcome !== 'failed' || b.error !== undefined, { message: 'error is required when outcome is failed', path: ['error'] })
-  .refine((b) => b.outcome !== 'suspended' || b.approval !== undefined, { message: 'approval is required when outcome is suspended', path: ['approval'] });
+  .refine((b) => b.outcome !== 'suspended' || b.approval !== undefined, {
+    message: 'approval is required when outcome is suspended',
+    path: ['approval'],
+  });
 
 export const approvalBodySchema = z.strictObject({
   decision: z.enum(['approve', 'reject']),
@@ -50,7 +53,15 @@ export const approvalBodySchema = z.strictObject({
 });
 
 /** Every status an execution can be in, as `GET /v1/executions/:executionId` shows it. */
-export const EXECUTION_STATUSES = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const satisfies readonly StartedExecution['status'][];
+export const EXECUTION_STATUSES = [
+  'queued',
+  'running',
+  'awaiting_approval',
+  'succeeded',
+  'failed',
+  'timed_out',
+  'cancelled',
+] as const satisfies readonly StartedExecution['status'][];
 
 /** Query of `GET /v1/executions/:executionId`. */
 export const getExecutionQuerySchema = z.strictObject(consistencyQueryFields);

@@ -46,7 +46,13 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
         data: {
           executionId,
           workspaceId,
-          workflow: { workflowId: workflow.workflowId, name: workflow.name, revision: workflow.revision, digest: workflow.digest, graph: workflow.graph },
+          workflow: {
+            workflowId: workflow.workflowId,
+            name: workflow.name,
+            revision: workflow.revision,
+            digest: workflow.digest,
+            graph: workflow.graph,
+          },
           input: body.input ?? {},
           idempotency,
           attemptId: this.executions.ids.uuid(),

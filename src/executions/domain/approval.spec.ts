@@ -41,14 +41,23 @@ const running = (): ExecutionEvent[] => [
 
 const suspended = (): ExecutionEvent[] => [
   ...running(),
-  { type: 'NodeAwaitingApproval', data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', action: ACTION, actionDigest: DIGEST, at: iso(5_000) } },
+  {
+    type: 'NodeAwaitingApproval',
+    data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', action: ACTION, actionDigest: DIGEST, at: iso(5_000) },
+  },
   { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', at: iso(5_000) } },
 ];
 
 function decide(o: { decision: 'approve' | 'reject'; actionDigest?: string; at: number; nodeId?: string }): DecideApproval {
   return {
     type: 'DecideApproval',
-    data: { nodeId: o.nodeId ?? 'sign-off', decision: o.decision, actionDigest: o.actionDigest ?? DIGEST, comment: null, attemptId: ATTEMPT_2 },
+    data: {
+      nodeId: o.nodeId ?? 'sign-off',
+      decision: o.decision,
+      actionDigest: o.actionDigest ?? DIGEST,
+      comment: null,
+      attemptId: ATTEMPT_2,
+    },
     metadata: { now: time(o.at), actor: OPERATOR },
   };
 }
@@ -75,14 +84,29 @@ describe('approvals bound to an action', () => {
       given(suspended())
         .when(decide({ decision: 'approve', at: 9_000 }))
         .then([
-          { type: 'ApprovalGranted', data: { nodeId: 'sign-off', actionDigest: DIGEST, decidedBy: OPERATOR, comment: null, at: iso(9_000) } },
-          { type: 'AttemptScheduled', data: { attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'resume', notBefore: iso(9_000), queueDeadline: iso(69_000), scheduledAt: iso(9_000) } },
+          {
+            type: 'ApprovalGranted',
+            data: { nodeId: 'sign-off', actionDigest: DIGEST, decidedBy: OPERATOR, comment: null, at: iso(9_000) },
+          },
+          {
+            type: 'AttemptScheduled',
+            data: {
+              attemptId: ATTEMPT_2,
+              attemptNumber: 2,
+              reason: 'resume',
+              notBefore: iso(9_000),
+              queueDeadline: iso(69_000),
+              scheduledAt: iso(9_000),
+            },
+          },
         ]);
     });
 
     it('refuses a digest that no longer matches the pending action (approval_mismatch)', () => {
       given(suspended())
-        .when(decide({ decision: 'approve', actionDigest: actionDigestOf({ ...ACTION, recipients: ['everyone@example.test'] }), at: 9_000 }))
+        .when(
+          decide({ decision: 'approve', actionDigest: actionDigestOf({ ...ACTION, recipients: ['everyone@example.test'] }), at: 9_000 }),
+        )
         .thenThrows(ApprovalMismatchError);
     });
 
@@ -97,7 +121,9 @@ describe('approvals bound to an action', () => {
     });
 
     it('refuses a decision when nothing is pending', () => {
-      given(running()).when(decide({ decision: 'approve', at: 9_000 })).thenThrows(InvalidStateError);
+      given(running())
+        .when(decide({ decision: 'approve', at: 9_000 }))
+        .thenThrows(InvalidStateError);
     });
   });
 
@@ -106,8 +132,14 @@ describe('approvals bound to an action', () => {
       given(suspended())
         .when(decide({ decision: 'reject', at: 9_000 }))
         .then([
-          { type: 'ApprovalRejected', data: { nodeId: 'sign-off', actionDigest: DIGEST, decidedBy: OPERATOR, comment: null, at: iso(9_000) } },
-          { type: 'ExecutionFailed', data: { error: { code: 'approval_rejected', message: `rejected by ${OPERATOR}`, retryable: false }, at: iso(9_000) } },
+          {
+            type: 'ApprovalRejected',
+            data: { nodeId: 'sign-off', actionDigest: DIGEST, decidedBy: OPERATOR, comment: null, at: iso(9_000) },
+          },
+          {
+            type: 'ExecutionFailed',
+            data: { error: { code: 'approval_rejected', message: `rejected by ${OPERATOR}`, retryable: false }, at: iso(9_000) },
+          },
         ]);
     });
   });
@@ -123,4 +155,3 @@ describe('approvals bound to an action', () => {
     });
   });
 });
-

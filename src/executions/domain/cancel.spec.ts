@@ -51,15 +51,21 @@ describe('RequestCancel (promise 7)', () => {
     const running = aRunningExecution();
 
     it('only records the request: the worker learns it from its next heartbeat', () => {
-      given(running).when(requestCancel({ at: 3_000 })).then([cancelRequested({ at: 3_000 })]);
+      given(running)
+        .when(requestCancel({ at: 3_000 }))
+        .then([cancelRequested({ at: 3_000 })]);
     });
 
     it('still accepts the following heartbeat, which extends the lease', () => {
-      given([...running, cancelRequested({ at: 3_000 })]).when(heartbeat({ at: 4_000 })).then([leaseExtended({ at: 4_000 })]);
+      given([...running, cancelRequested({ at: 3_000 })])
+        .when(heartbeat({ at: 4_000 }))
+        .then([leaseExtended({ at: 4_000 })]);
     });
 
     it('records nothing for a second cancel', () => {
-      given([...running, cancelRequested({ at: 3_000 })]).when(requestCancel({ reason: 'again', at: 4_000 })).thenNothingHappens();
+      given([...running, cancelRequested({ at: 3_000 })])
+        .when(requestCancel({ reason: 'again', at: 4_000 }))
+        .thenNothingHappens();
     });
   });
 
@@ -77,11 +83,17 @@ describe('RequestCancel (promise 7)', () => {
     });
 
     it('rejects cancelling a failed execution', () => {
-      given(aFailedExecution()).when(requestCancel({ at: 6_000 })).thenThrows(InvalidStateError);
+      given(aFailedExecution())
+        .when(requestCancel({ at: 6_000 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('rejects cancelling a timed-out execution', () => {
-      given([...aQueuedExecution(), attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }), executionTimedOut({ at: 60_000 })])
+      given([
+        ...aQueuedExecution(),
+        attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }),
+        executionTimedOut({ at: 60_000 }),
+      ])
         .when(requestCancel({ at: 61_000 }))
         .thenThrows(InvalidStateError);
     });
@@ -89,7 +101,9 @@ describe('RequestCancel (promise 7)', () => {
 
   describe('when the execution does not exist', () => {
     it('rejects the cancel as not found', () => {
-      given([]).when(requestCancel({ at: 500 })).thenThrows(NotFoundError);
+      given([])
+        .when(requestCancel({ at: 500 }))
+        .thenThrows(NotFoundError);
     });
   });
 });

@@ -42,43 +42,61 @@ describe('ClaimAttempt', () => {
     });
 
     it('grants a claim one millisecond before the queue deadline', () => {
-      given(aQueuedExecution()).when(claimAttempt({ at: 59_999 })).then([attemptClaimed({ at: 59_999 })]);
+      given(aQueuedExecution())
+        .when(claimAttempt({ at: 59_999 }))
+        .then([attemptClaimed({ at: 59_999 })]);
     });
 
     it('rejects a claim at the queue deadline even though no time-out was recorded (promise 4)', () => {
-      given(aQueuedExecution()).when(claimAttempt({ at: 60_000 })).thenThrows(StaleAttemptError);
+      given(aQueuedExecution())
+        .when(claimAttempt({ at: 60_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a claim after the queue deadline', () => {
-      given(aQueuedExecution()).when(claimAttempt({ at: 90_000 })).thenThrows(StaleAttemptError);
+      given(aQueuedExecution())
+        .when(claimAttempt({ at: 90_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a claim of an attempt that is not the current one', () => {
-      given(aQueuedExecution()).when(claimAttempt({ attemptId: ATTEMPT_2, at: 2_000 })).thenThrows(StaleAttemptError);
+      given(aQueuedExecution())
+        .when(claimAttempt({ attemptId: ATTEMPT_2, at: 2_000 }))
+        .thenThrows(StaleAttemptError);
     });
   });
 
   describe('when the attempt is claimed (promise 3)', () => {
     it('answers the same worker asking again while its lease is valid without a new fact (a lost reply retried)', () => {
-      given(aRunningExecution()).when(claimAttempt({ workerId: WORKER_A, at: 30_999 })).thenNothingHappens();
+      given(aRunningExecution())
+        .when(claimAttempt({ workerId: WORKER_A, at: 30_999 }))
+        .thenNothingHappens();
     });
 
     it('rejects a second claim by another worker', () => {
-      given(aRunningExecution()).when(claimAttempt({ workerId: WORKER_B, at: 2_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(claimAttempt({ workerId: WORKER_B, at: 2_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects another worker even after the lease expired: only the watchdog ends a claim', () => {
-      given(aRunningExecution()).when(claimAttempt({ workerId: WORKER_B, at: 45_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(claimAttempt({ workerId: WORKER_B, at: 45_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects the same worker asking again once its lease expired', () => {
-      given(aRunningExecution()).when(claimAttempt({ workerId: WORKER_A, at: 31_000 })).thenThrows(LeaseExpiredError);
+      given(aRunningExecution())
+        .when(claimAttempt({ workerId: WORKER_A, at: 31_000 }))
+        .thenThrows(LeaseExpiredError);
     });
   });
 
   describe('when the attempt is a retry waiting for its backoff', () => {
     it('rejects a claim before notBefore', () => {
-      given(aRetryScheduled()).when(claimAttempt({ attemptId: ATTEMPT_2, at: 5_999 })).thenThrows(StaleAttemptError);
+      given(aRetryScheduled())
+        .when(claimAttempt({ attemptId: ATTEMPT_2, at: 5_999 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('grants a claim from notBefore on, with a fencing token above the last one', () => {
@@ -94,11 +112,15 @@ describe('ClaimAttempt', () => {
     });
 
     it('rejects a claim at the queue deadline queueMs after notBefore', () => {
-      given(aRetryScheduled()).when(claimAttempt({ attemptId: ATTEMPT_2, at: 66_000 })).thenThrows(StaleAttemptError);
+      given(aRetryScheduled())
+        .when(claimAttempt({ attemptId: ATTEMPT_2, at: 66_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a claim of the attempt the retry superseded', () => {
-      given(aRetryScheduled()).when(claimAttempt({ attemptId: ATTEMPT_1, at: 7_000 })).thenThrows(StaleAttemptError);
+      given(aRetryScheduled())
+        .when(claimAttempt({ attemptId: ATTEMPT_1, at: 7_000 }))
+        .thenThrows(StaleAttemptError);
     });
   });
 
@@ -110,7 +132,9 @@ describe('ClaimAttempt', () => {
     ];
 
     it('rejects a claim of the old attempt', () => {
-      given(redriven).when(claimAttempt({ attemptId: ATTEMPT_1, at: 11_000 })).thenThrows(StaleAttemptError);
+      given(redriven)
+        .when(claimAttempt({ attemptId: ATTEMPT_1, at: 11_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('grants a claim of the redriven attempt', () => {
@@ -122,7 +146,11 @@ describe('ClaimAttempt', () => {
 
   describe('when the attempt has ended', () => {
     it('rejects a claim of an attempt that timed out in the queue', () => {
-      given([...aQueuedExecution(), attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }), executionTimedOut({ at: 60_000 })])
+      given([
+        ...aQueuedExecution(),
+        attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }),
+        executionTimedOut({ at: 60_000 }),
+      ])
         .when(claimAttempt({ at: 61_000 }))
         .thenThrows(StaleAttemptError);
     });
@@ -136,7 +164,9 @@ describe('ClaimAttempt', () => {
 
   describe('when the execution does not exist', () => {
     it('rejects the claim as not found', () => {
-      given([]).when(claimAttempt({ at: 1_000 })).thenThrows(NotFoundError);
+      given([])
+        .when(claimAttempt({ at: 1_000 }))
+        .thenThrows(NotFoundError);
     });
   });
 

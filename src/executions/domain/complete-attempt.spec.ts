@@ -71,50 +71,76 @@ describe('CompleteAttempt', () => {
   });
 
   describe('when the same completion arrives twice', () => {
-    const succeeded = [...aRunningExecution(), attemptSucceeded({ at: 5_000, output: OUTPUT }), executionSucceeded({ at: 5_000, output: OUTPUT })];
+    const succeeded = [
+      ...aRunningExecution(),
+      attemptSucceeded({ at: 5_000, output: OUTPUT }),
+      executionSucceeded({ at: 5_000, output: OUTPUT }),
+    ];
 
     it('records nothing the second time', () => {
-      given(succeeded).when(completeAttempt({ outcome: 'succeeded', output: OUTPUT, at: 6_000 })).thenNothingHappens();
+      given(succeeded)
+        .when(completeAttempt({ outcome: 'succeeded', output: OUTPUT, at: 6_000 }))
+        .thenNothingHappens();
     });
 
     it('records nothing even when the duplicate arrives after the lease', () => {
-      given(succeeded).when(completeAttempt({ outcome: 'succeeded', output: OUTPUT, at: 90_000 })).thenNothingHappens();
+      given(succeeded)
+        .when(completeAttempt({ outcome: 'succeeded', output: OUTPUT, at: 90_000 }))
+        .thenNothingHappens();
     });
 
     it('records nothing for a failure that was already turned into a retry', () => {
-      given(aRetryScheduled()).when(completeAttempt({ outcome: 'failed', error: FAILURE, at: 5_500 })).thenNothingHappens();
+      given(aRetryScheduled())
+        .when(completeAttempt({ outcome: 'failed', error: FAILURE, at: 5_500 }))
+        .thenNothingHappens();
     });
 
     it('rejects a different outcome after the attempt ended', () => {
-      given(succeeded).when(completeAttempt({ outcome: 'failed', error: FAILURE, at: 6_000 })).thenThrows(StaleAttemptError);
+      given(succeeded)
+        .when(completeAttempt({ outcome: 'failed', error: FAILURE, at: 6_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects the same outcome from another worker', () => {
-      given(succeeded).when(completeAttempt({ outcome: 'succeeded', workerId: WORKER_B, at: 6_000 })).thenThrows(StaleAttemptError);
+      given(succeeded)
+        .when(completeAttempt({ outcome: 'succeeded', workerId: WORKER_B, at: 6_000 }))
+        .thenThrows(StaleAttemptError);
     });
   });
 
   describe('when the completion does not carry the current claim (promise 3)', () => {
     it('rejects another worker', () => {
-      given(aRunningExecution()).when(completeAttempt({ outcome: 'succeeded', workerId: WORKER_B, at: 5_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(completeAttempt({ outcome: 'succeeded', workerId: WORKER_B, at: 5_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a wrong fencing token', () => {
-      given(aRunningExecution()).when(completeAttempt({ outcome: 'succeeded', fencingToken: 7, at: 5_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(completeAttempt({ outcome: 'succeeded', fencingToken: 7, at: 5_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects the claim of an attempt a retry superseded', () => {
-      given(secondAttemptRunning()).when(completeAttempt({ attemptId: ATTEMPT_1, outcome: 'succeeded', at: 7_500 })).thenThrows(StaleAttemptError);
+      given(secondAttemptRunning())
+        .when(completeAttempt({ attemptId: ATTEMPT_1, outcome: 'succeeded', at: 7_500 }))
+        .thenThrows(StaleAttemptError);
     });
   });
 
   describe('when the lease has expired (promise 4)', () => {
     it('rejects a late completion although no time-out was recorded', () => {
-      given(aRunningExecution()).when(completeAttempt({ outcome: 'succeeded', output: OUTPUT, at: 31_000 })).thenThrows(LeaseExpiredError);
+      given(aRunningExecution())
+        .when(completeAttempt({ outcome: 'succeeded', output: OUTPUT, at: 31_000 }))
+        .thenThrows(LeaseExpiredError);
     });
 
     it('rejects a late completion after the attempt timed out: it never comes back to life', () => {
-      given([...aRunningExecution(), attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }), executionTimedOut({ at: 31_000 })])
+      given([
+        ...aRunningExecution(),
+        attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }),
+        executionTimedOut({ at: 31_000 }),
+      ])
         .when(completeAttempt({ outcome: 'succeeded', output: OUTPUT, at: 32_000 }))
         .thenThrows(LeaseExpiredError);
     });
@@ -146,7 +172,14 @@ describe('CompleteAttempt', () => {
           attemptFailed({ at: 5_000, error: FAILURE }),
           {
             type: 'AttemptScheduled',
-            data: { attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'retry', notBefore: iso(6_000), queueDeadline: iso(66_000), scheduledAt: iso(5_000) },
+            data: {
+              attemptId: ATTEMPT_2,
+              attemptNumber: 2,
+              reason: 'retry',
+              notBefore: iso(6_000),
+              queueDeadline: iso(66_000),
+              scheduledAt: iso(5_000),
+            },
           },
         ]);
     });
@@ -162,7 +195,17 @@ describe('CompleteAttempt', () => {
 
     it('waits exponentially longer before the next retry', () => {
       given(secondAttemptRunning())
-        .when(completeAttempt({ attemptId: ATTEMPT_2, workerId: WORKER_B, fencingToken: 2, outcome: 'failed', error: FAILURE, nextAttemptId: ATTEMPT_3, at: 8_000 }))
+        .when(
+          completeAttempt({
+            attemptId: ATTEMPT_2,
+            workerId: WORKER_B,
+            fencingToken: 2,
+            outcome: 'failed',
+            error: FAILURE,
+            nextAttemptId: ATTEMPT_3,
+            at: 8_000,
+          }),
+        )
         .then([
           attemptFailed({ attemptId: ATTEMPT_2, at: 8_000, error: FAILURE }),
           attemptScheduled({ attemptId: ATTEMPT_3, attemptNumber: 3, reason: 'retry', at: 8_000, notBefore: 10_000 }),
@@ -192,7 +235,9 @@ describe('CompleteAttempt', () => {
 
   describe('when the outcome is cancelled (promise 7)', () => {
     it('rejects it when nobody asked for a cancel', () => {
-      given(aRunningExecution()).when(completeAttempt({ outcome: 'cancelled', at: 5_000 })).thenThrows(InvalidStateError);
+      given(aRunningExecution())
+        .when(completeAttempt({ outcome: 'cancelled', at: 5_000 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('cancels the attempt and the execution with the reason of the request', () => {
@@ -226,7 +271,9 @@ describe('CompleteAttempt', () => {
 
   describe('when the execution does not exist', () => {
     it('rejects the completion as not found', () => {
-      given([]).when(completeAttempt({ outcome: 'succeeded', at: 5_000 })).thenThrows(NotFoundError);
+      given([])
+        .when(completeAttempt({ outcome: 'succeeded', at: 5_000 }))
+        .thenThrows(NotFoundError);
     });
   });
 });

@@ -25,7 +25,16 @@ export function suspendAtApproval(s: StartedExecution, command: CompleteAttempt)
     ];
   }
   return [
-    { type: 'NodeAwaitingApproval', data: { attemptId: data.attemptId, nodeId: approval.nodeId, action: approval.action ?? null, actionDigest: actionDigestOf(approval.action), at } },
+    {
+      type: 'NodeAwaitingApproval',
+      data: {
+        attemptId: data.attemptId,
+        nodeId: approval.nodeId,
+        action: approval.action ?? null,
+        actionDigest: actionDigestOf(approval.action),
+        at,
+      },
+    },
     { type: 'AttemptSuspended', data: { attemptId: data.attemptId, nodeId: approval.nodeId, at } },
   ];
 }
@@ -47,7 +56,10 @@ export function decideApproval(s: StartedExecution, command: DecideApproval): Ex
   if (data.decision === 'reject') {
     return [
       { type: 'ApprovalRejected', data: decision },
-      { type: 'ExecutionFailed', data: { error: { code: 'approval_rejected', message: data.comment ?? `rejected by ${metadata.actor}`, retryable: false }, at } },
+      {
+        type: 'ExecutionFailed',
+        data: { error: { code: 'approval_rejected', message: data.comment ?? `rejected by ${metadata.actor}`, retryable: false }, at },
+      },
     ];
   }
   return [

@@ -8,7 +8,12 @@ function recorded(type: string, data: unknown, metadata: Record<string, unknown>
 
 /** ExecutionStarted as schema version 1 wrote it: the key and the fingerprint side by side. */
 function startedV1(idempotencyKey: string | null, requestFingerprint: string | null) {
-  const graph = { nodes: [{ id: 'a', type: 'noop' }], edges: [], retry: { maxAttempts: 1, initialIntervalMs: 0, backoffCoefficient: 1, maxIntervalMs: 0, nonRetryable: [] }, timeouts: { queueMs: 1, leaseMs: 1, executionMs: 1 } };
+  const graph = {
+    nodes: [{ id: 'a', type: 'noop' }],
+    edges: [],
+    retry: { maxAttempts: 1, initialIntervalMs: 0, backoffCoefficient: 1, maxIntervalMs: 0, nonRetryable: [] },
+    timeouts: { queueMs: 1, leaseMs: 1, executionMs: 1 },
+  };
   return {
     executionId: 'x',
     workspaceId: 'ws-a',
@@ -47,7 +52,9 @@ describe('parseExecutionEvent', () => {
     });
 
     it('reads a version 1 start without a key as one without idempotency, also when no version was recorded', () => {
-      expect(parseExecutionEvent(recorded('ExecutionStarted', startedV1(null, null), { schemaVersion: 1 })).data).toMatchObject({ idempotency: null });
+      expect(parseExecutionEvent(recorded('ExecutionStarted', startedV1(null, null), { schemaVersion: 1 })).data).toMatchObject({
+        idempotency: null,
+      });
       expect(parseExecutionEvent(recorded('ExecutionStarted', startedV1(null, null))).data).toMatchObject({ idempotency: null });
     });
 
@@ -58,7 +65,11 @@ describe('parseExecutionEvent', () => {
   });
 
   it('refuses an event written by a newer release, saying so', () => {
-    const event = recorded('ExecutionCancelled', { reason: null, at: '2026-11-29T00:00:00.000Z' }, { schemaVersion: EXECUTION_SCHEMA_VERSION + 1 });
+    const event = recorded(
+      'ExecutionCancelled',
+      { reason: null, at: '2026-11-29T00:00:00.000Z' },
+      { schemaVersion: EXECUTION_SCHEMA_VERSION + 1 },
+    );
     expect(() => parseExecutionEvent(event)).toThrow(/unknown schemaVersion 3 \(written by a newer Flostra\)/);
   });
 });

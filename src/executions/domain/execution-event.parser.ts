@@ -16,7 +16,10 @@ export const EXECUTION_UPCASTERS: Upcasters = {
     1: (data) => {
       if (typeof data !== 'object' || data === null) return data; // the schema refuses it
       const { idempotencyKey, requestFingerprint, ...rest } = data as Record<string, unknown>;
-      const idempotency = typeof idempotencyKey === 'string' && typeof requestFingerprint === 'string' ? { key: idempotencyKey, fingerprint: requestFingerprint } : null;
+      const idempotency =
+        typeof idempotencyKey === 'string' && typeof requestFingerprint === 'string'
+          ? { key: idempotencyKey, fingerprint: requestFingerprint }
+          : null;
       return { ...rest, idempotency };
     },
   },

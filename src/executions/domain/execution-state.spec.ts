@@ -136,12 +136,22 @@ describe('evolve', () => {
       lastFencingToken: 2,
       nodes,
       redrives: { 'redrive-key-1': { redriveId: REDRIVE_1, fingerprint: 'fingerprint-redrive-1', attemptId: ATTEMPT_3, attemptNumber: 3 } },
-      attempts: [attempt1, attempt2, { attemptId: ATTEMPT_3, attemptNumber: 3, reason: 'redrive', status: 'queued', workerId: null, fencingToken: null }],
+      attempts: [
+        attempt1,
+        attempt2,
+        { attemptId: ATTEMPT_3, attemptNumber: 3, reason: 'redrive', status: 'queued', workerId: null, fencingToken: null },
+      ],
     });
   });
 
   it('records the output and end of a succeeded execution', () => {
-    expect(fold(executionDecider, [...aRunningExecution(), attemptSucceeded({ at: 5_000, output: ROWS }), executionSucceeded({ at: 5_000, output: ROWS })])).toMatchObject({
+    expect(
+      fold(executionDecider, [
+        ...aRunningExecution(),
+        attemptSucceeded({ at: 5_000, output: ROWS }),
+        executionSucceeded({ at: 5_000, output: ROWS }),
+      ]),
+    ).toMatchObject({
       status: 'succeeded',
       output: ROWS,
       endedAt: iso(5_000),
@@ -151,7 +161,11 @@ describe('evolve', () => {
 
   it('records a timed-out attempt and execution', () => {
     expect(
-      fold(executionDecider, [...aRunningExecution(), attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }), executionTimedOut({ at: 31_000 })]),
+      fold(executionDecider, [
+        ...aRunningExecution(),
+        attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }),
+        executionTimedOut({ at: 31_000 }),
+      ]),
     ).toMatchObject({
       status: 'timed_out',
       endReason: 'attempt timed out and no retry is left',

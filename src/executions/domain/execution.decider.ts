@@ -13,7 +13,16 @@ import type {
   TimeOutAttempt,
 } from './execution.commands.js';
 import type { ExecutionError, ExecutionEvent } from './execution.events.js';
-import { type ExecutionState, type RunningAttempt, type StartedExecution, currentAttempt, evolve, initialState, isFinal, nextAttemptNumber } from './execution.state.js';
+import {
+  type ExecutionState,
+  type RunningAttempt,
+  type StartedExecution,
+  currentAttempt,
+  evolve,
+  initialState,
+  isFinal,
+  nextAttemptNumber,
+} from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
 import { decideApproval, suspendAtApproval } from './decide-approval.js';
 import { timeOutExecution } from './time-out-execution.js';
@@ -80,7 +89,8 @@ function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEv
     throw new StaleAttemptError('attempt is claimed by another worker', { attemptId });
   }
   if (attempt.status !== 'queued') throw new StaleAttemptError(`attempt is ${attempt.status}`, { attemptId });
-  if (now.getTime() < Date.parse(attempt.notBefore)) throw new StaleAttemptError('attempt is not due yet', { attemptId, notBefore: attempt.notBefore });
+  if (now.getTime() < Date.parse(attempt.notBefore))
+    throw new StaleAttemptError('attempt is not due yet', { attemptId, notBefore: attempt.notBefore });
   // Promise 4 (docs/architecture.md): nobody may claim after the queue deadline, whether or not the watchdog ran.
   if (now.getTime() >= Date.parse(attempt.queueDeadline)) {
     throw new StaleAttemptError('attempt queue deadline passed', { attemptId, queueDeadline: attempt.queueDeadline });
@@ -133,7 +143,10 @@ function heartbeat(command: Heartbeat, state: ExecutionState): ExecutionEvent[] 
   const now = command.metadata.now;
   requireLiveClaim(s, command.data, now);
   return [
-    { type: 'LeaseExtended', data: { attemptId: command.data.attemptId, leaseExpiresAt: plus(now, s.workflow.graph.timeouts.leaseMs), extendedAt: iso(now) } },
+    {
+      type: 'LeaseExtended',
+      data: { attemptId: command.data.attemptId, leaseExpiresAt: plus(now, s.workflow.graph.timeouts.leaseMs), extendedAt: iso(now) },
+    },
   ];
 }
 
@@ -145,7 +158,9 @@ function recordNodeResult(command: RecordNodeResult, state: ExecutionState): Exe
   const target = { node_started: 'running', node_succeeded: 'succeeded', node_failed: 'failed', node_skipped: 'skipped' }[data.kind];
   // A redelivered result of the same claim is already recorded: nothing new to say. A start
   // redelivered after the node succeeded must not rewind it (its output is what a resume reuses).
-  const recorded = previous?.attemptId === data.attemptId && (previous.status === target || (data.kind === 'node_started' && previous.status === 'succeeded'));
+  const recorded =
+    previous?.attemptId === data.attemptId &&
+    (previous.status === target || (data.kind === 'node_started' && previous.status === 'succeeded'));
   if (recorded && isSameClaim(s, data)) return [];
   requireLiveClaim(s, data, metadata.now);
   if (!s.workflow.graph.nodes.some((n) => n.id === data.nodeId)) throw new InvalidStateError(`unknown node ${data.nodeId}`);
@@ -242,7 +257,8 @@ function timeOutAttempt(command: TimeOutAttempt, state: ExecutionState): Executi
   const { data, metadata } = command;
   const now = metadata.now;
   const attempt = currentAttempt(s);
-  if (!attempt || attempt.attemptId !== data.attemptId) throw new StaleAttemptError('attempt is not the current attempt', { attemptId: data.attemptId });
+  if (!attempt || attempt.attemptId !== data.attemptId)
+    throw new StaleAttemptError('attempt is not the current attempt', { attemptId: data.attemptId });
   let reason: 'lease_expired' | 'queue_deadline';
   let deadline: string;
   if (attempt.status === 'running') [reason, deadline] = ['lease_expired', attempt.leaseExpiresAt];
@@ -262,11 +278,15 @@ function requestCancel(command: RequestCancel, state: ExecutionState): Execution
   const at = iso(command.metadata.now);
   if (s.status === 'cancelled' || s.cancelRequest) return [];
   if (isFinal(s)) throw new InvalidStateError(`execution already ${s.status}`, { status: s.status });
-  const requested: ExecutionEvent = { type: 'CancelRequested', data: { reason: command.data.reason, requestedBy: command.metadata.actor, at } };
+  const requested: ExecutionEvent = {
+    type: 'CancelRequested',
+    data: { reason: command.data.reason, requestedBy: command.metadata.actor, at },
+  };
   const attempt = currentAttempt(s);
   // Promise 7 (docs/architecture.md): a queued attempt is cancelled at once; a running one learns it from its next heartbeat.
   if (attempt?.status === 'running') return [requested];
-  const cancelAttempt: ExecutionEvent[] = attempt?.status === 'queued' ? [{ type: 'AttemptCancelled', data: { attemptId: attempt.attemptId, at } }] : [];
+  const cancelAttempt: ExecutionEvent[] =
+    attempt?.status === 'queued' ? [{ type: 'AttemptCancelled', data: { attemptId: attempt.attemptId, at } }] : [];
   return [requested, ...cancelAttempt, { type: 'ExecutionCancelled', data: { reason: command.data.reason, at } }];
 }
 

@@ -38,12 +38,14 @@ export const workflowSnapshotSchema = z.object({
   name: z.string(),
   revision: z.number().int().min(1),
   digest: z.string(),
-  graph: z.object({
-    nodes: z.array(z.looseObject({ id: z.string(), type: z.string() })),
-    edges: z.array(z.object({ from: z.string(), to: z.string() })),
-    retry: retryPolicySchema,
-    timeouts: timeoutsSchema,
-  }).loose(),
+  graph: z
+    .object({
+      nodes: z.array(z.looseObject({ id: z.string(), type: z.string() })),
+      edges: z.array(z.object({ from: z.string(), to: z.string() })),
+      retry: retryPolicySchema,
+      timeouts: timeoutsSchema,
+    })
+    .loose(),
 });
 export type WorkflowSnapshot = z.infer<typeof workflowSnapshotSchema>;
 
@@ -86,8 +88,20 @@ export const executionEventSchemas = {
   NodeAwaitingApproval: z.object({ attemptId: z.string(), nodeId: z.string(), action: json, actionDigest: z.string(), at: isoTime }),
   /** The attempt stopped at an approval and freed its worker; a decision schedules a resume attempt. */
   AttemptSuspended: z.object({ attemptId: z.string(), nodeId: z.string(), at: isoTime }),
-  ApprovalGranted: z.object({ nodeId: z.string(), actionDigest: z.string(), decidedBy: z.string(), comment: z.string().nullable(), at: isoTime }),
-  ApprovalRejected: z.object({ nodeId: z.string(), actionDigest: z.string(), decidedBy: z.string(), comment: z.string().nullable(), at: isoTime }),
+  ApprovalGranted: z.object({
+    nodeId: z.string(),
+    actionDigest: z.string(),
+    decidedBy: z.string(),
+    comment: z.string().nullable(),
+    at: isoTime,
+  }),
+  ApprovalRejected: z.object({
+    nodeId: z.string(),
+    actionDigest: z.string(),
+    decidedBy: z.string(),
+    comment: z.string().nullable(),
+    at: isoTime,
+  }),
   AttemptSucceeded: z.object({ attemptId: z.string(), output: json, at: isoTime }),
   AttemptFailed: z.object({ attemptId: z.string(), error: executionErrorSchema, at: isoTime }),
   AttemptTimedOut: z.object({

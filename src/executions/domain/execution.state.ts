@@ -98,9 +98,7 @@ export type FinalStatus = 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 export type ExecutionStatus = ActiveStatus | FinalStatus;
 
 export type ExecutionState =
-  | { status: 'not_started' }
-  | (ExecutionFields & { status: ActiveStatus })
-  | (ExecutionFields & { status: FinalStatus });
+  { status: 'not_started' } | (ExecutionFields & { status: ActiveStatus }) | (ExecutionFields & { status: FinalStatus });
 
 export type StartedExecution = Exclude<ExecutionState, { status: 'not_started' }>;
 
@@ -172,7 +170,13 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       };
       // A resume after an approval continues the same try: it does not spend the retry budget.
       const spent = d.reason === 'resume' ? 0 : 1;
-      return { ...s, status: 'queued', attempts: [...s.attempts, attempt], attemptsInRun: s.attemptsInRun + spent, updatedAt: d.scheduledAt };
+      return {
+        ...s,
+        status: 'queued',
+        attempts: [...s.attempts, attempt],
+        attemptsInRun: s.attemptsInRun + spent,
+        updatedAt: d.scheduledAt,
+      };
     }
     case 'AttemptClaimed': {
       const d = event.data;
@@ -196,7 +200,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       return {
         ...s,
         updatedAt: event.data.extendedAt,
-        attempts: withAttempt(s, event.data.attemptId, (a) => (a.status === 'running' ? { ...a, leaseExpiresAt: event.data.leaseExpiresAt } : a)),
+        attempts: withAttempt(s, event.data.attemptId, (a) =>
+          a.status === 'running' ? { ...a, leaseExpiresAt: event.data.leaseExpiresAt } : a,
+        ),
       };
     case 'NodeStarted':
     case 'NodeSucceeded':
@@ -209,7 +215,17 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         ...s,
         updatedAt: d.at,
         pendingApproval: { nodeId: d.nodeId, attemptId: d.attemptId, action: d.action, actionDigest: d.actionDigest },
-        nodes: { ...s.nodes, [d.nodeId]: { nodeId: d.nodeId, attemptId: d.attemptId, status: 'awaiting_approval', startedAt: d.at, endedAt: null, output: { action: d.action, actionDigest: d.actionDigest } } },
+        nodes: {
+          ...s.nodes,
+          [d.nodeId]: {
+            nodeId: d.nodeId,
+            attemptId: d.attemptId,
+            status: 'awaiting_approval',
+            startedAt: d.at,
+            endedAt: null,
+            output: { action: d.action, actionDigest: d.actionDigest },
+          },
+        },
       };
     }
     case 'AttemptSuspended':
@@ -233,7 +249,10 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         ...s,
         updatedAt: d.at,
         pendingApproval: null,
-        approvalDecisions: { ...s.approvalDecisions, [d.nodeId]: { decision: granted ? 'approve' : 'reject', actionDigest: d.actionDigest } },
+        approvalDecisions: {
+          ...s.approvalDecisions,
+          [d.nodeId]: { decision: granted ? 'approve' : 'reject', actionDigest: d.actionDigest },
+        },
         nodes: { ...s.nodes, [d.nodeId]: node },
       };
     }
@@ -261,7 +280,12 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         endReason: undefined,
         redrives: {
           ...s.redrives,
-          [d.idempotencyKey]: { redriveId: d.redriveId, fingerprint: d.requestFingerprint, attemptId: d.attemptId, attemptNumber: d.attemptNumber },
+          [d.idempotencyKey]: {
+            redriveId: d.redriveId,
+            fingerprint: d.requestFingerprint,
+            attemptId: d.attemptId,
+            attemptNumber: d.attemptNumber,
+          },
         },
       };
     }

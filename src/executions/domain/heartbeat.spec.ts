@@ -31,33 +31,47 @@ describe('Heartbeat', () => {
     });
 
     it('extends the lease again from each heartbeat', () => {
-      given([...aRunningExecution(), leaseExtended({ at: 11_000 })]).when(heartbeat({ at: 21_000 })).then([leaseExtended({ at: 21_000 })]);
+      given([...aRunningExecution(), leaseExtended({ at: 11_000 })])
+        .when(heartbeat({ at: 21_000 }))
+        .then([leaseExtended({ at: 21_000 })]);
     });
 
     it('accepts a heartbeat after the first lease ran out as long as an extension still holds', () => {
-      given([...aRunningExecution(), leaseExtended({ at: 25_000 })]).when(heartbeat({ at: 40_000 })).then([leaseExtended({ at: 40_000 })]);
+      given([...aRunningExecution(), leaseExtended({ at: 25_000 })])
+        .when(heartbeat({ at: 40_000 }))
+        .then([leaseExtended({ at: 40_000 })]);
     });
 
     it('accepts a heartbeat one millisecond before the lease expires', () => {
-      given(aRunningExecution()).when(heartbeat({ at: 30_999 })).then([leaseExtended({ at: 30_999 })]);
+      given(aRunningExecution())
+        .when(heartbeat({ at: 30_999 }))
+        .then([leaseExtended({ at: 30_999 })]);
     });
   });
 
   describe('when the heartbeat does not carry the current claim (promise 3)', () => {
     it('rejects another worker', () => {
-      given(aRunningExecution()).when(heartbeat({ workerId: WORKER_B, at: 11_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(heartbeat({ workerId: WORKER_B, at: 11_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a wrong fencing token', () => {
-      given(aRunningExecution()).when(heartbeat({ fencingToken: 2, at: 11_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(heartbeat({ fencingToken: 2, at: 11_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects an attempt nobody has claimed yet', () => {
-      given(aQueuedExecution()).when(heartbeat({ at: 11_000 })).thenThrows(StaleAttemptError);
+      given(aQueuedExecution())
+        .when(heartbeat({ at: 11_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects the claim of an attempt superseded by a retry', () => {
-      given(aRetryScheduled()).when(heartbeat({ attemptId: ATTEMPT_1, at: 5_500 })).thenThrows(StaleAttemptError);
+      given(aRetryScheduled())
+        .when(heartbeat({ attemptId: ATTEMPT_1, at: 5_500 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects the old fencing token on the retry attempt', () => {
@@ -81,20 +95,30 @@ describe('Heartbeat', () => {
 
   describe('when the lease has expired (promise 4)', () => {
     it('rejects a heartbeat at leaseExpiresAt although no time-out was recorded', () => {
-      given(aRunningExecution()).when(heartbeat({ at: 31_000 })).thenThrows(LeaseExpiredError);
+      given(aRunningExecution())
+        .when(heartbeat({ at: 31_000 }))
+        .thenThrows(LeaseExpiredError);
     });
 
     it('rejects a heartbeat after leaseExpiresAt although no time-out was recorded', () => {
-      given(aRunningExecution()).when(heartbeat({ at: 45_000 })).thenThrows(LeaseExpiredError);
+      given(aRunningExecution())
+        .when(heartbeat({ at: 45_000 }))
+        .thenThrows(LeaseExpiredError);
     });
 
     it('rejects a heartbeat after an extended lease ran out', () => {
-      given([...aRunningExecution(), leaseExtended({ at: 20_000 })]).when(heartbeat({ at: 50_000 })).thenThrows(LeaseExpiredError);
+      given([...aRunningExecution(), leaseExtended({ at: 20_000 })])
+        .when(heartbeat({ at: 50_000 }))
+        .thenThrows(LeaseExpiredError);
     });
   });
 
   describe('when the attempt timed out', () => {
-    const timedOut = [...aRunningExecution(), attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }), executionTimedOut({ at: 31_000 })];
+    const timedOut = [
+      ...aRunningExecution(),
+      attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }),
+      executionTimedOut({ at: 31_000 }),
+    ];
 
     it('never brings the attempt back to life: the late heartbeat is told its lease expired, for good', () => {
       given(timedOut)
@@ -114,13 +138,17 @@ describe('Heartbeat', () => {
     });
 
     it('rejects another worker pretending to hold the timed-out attempt as stale', () => {
-      given(timedOut).when(heartbeat({ workerId: WORKER_B, at: 32_000 })).thenThrows(StaleAttemptError);
+      given(timedOut)
+        .when(heartbeat({ workerId: WORKER_B, at: 32_000 }))
+        .thenThrows(StaleAttemptError);
     });
   });
 
   describe('when the execution does not exist', () => {
     it('rejects the heartbeat as not found', () => {
-      given([]).when(heartbeat({ at: 1_000 })).thenThrows(NotFoundError);
+      given([])
+        .when(heartbeat({ at: 1_000 }))
+        .thenThrows(NotFoundError);
     });
   });
 });

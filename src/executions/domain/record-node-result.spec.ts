@@ -89,7 +89,11 @@ describe('RecordNodeResult', () => {
     });
 
     it('records nothing for a start redelivered after the node already succeeded, which keeps its output', () => {
-      given([...aRunningExecution(), nodeStarted({ nodeId: 'extract', at: 2_000 }), nodeSucceeded({ nodeId: 'extract', output: ROWS, at: 3_000 })])
+      given([
+        ...aRunningExecution(),
+        nodeStarted({ nodeId: 'extract', at: 2_000 }),
+        nodeSucceeded({ nodeId: 'extract', output: ROWS, at: 3_000 }),
+      ])
         .when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', at: 3_500 }))
         .thenNothingHappens();
     });
@@ -108,29 +112,43 @@ describe('RecordNodeResult', () => {
 
   describe('when the result does not carry the live claim (promise 3)', () => {
     it('rejects another worker', () => {
-      given(aRunningExecution()).when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', workerId: WORKER_B, at: 2_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', workerId: WORKER_B, at: 2_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a wrong fencing token', () => {
-      given(aRunningExecution()).when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', fencingToken: 2, at: 2_000 })).thenThrows(StaleAttemptError);
+      given(aRunningExecution())
+        .when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', fencingToken: 2, at: 2_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects the claim of an attempt a retry superseded', () => {
-      given(aRetryScheduled()).when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', at: 5_500 })).thenThrows(StaleAttemptError);
+      given(aRetryScheduled())
+        .when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', at: 5_500 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a new result after the attempt ended', () => {
-      given(aFailedExecution()).when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', at: 6_000 })).thenThrows(StaleAttemptError);
+      given(aFailedExecution())
+        .when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', at: 6_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a result after the lease expired although no time-out was recorded (promise 4)', () => {
-      given(aRunningExecution()).when(recordNodeResult({ kind: 'node_succeeded', nodeId: 'extract', output: ROWS, at: 31_000 })).thenThrows(LeaseExpiredError);
+      given(aRunningExecution())
+        .when(recordNodeResult({ kind: 'node_succeeded', nodeId: 'extract', output: ROWS, at: 31_000 }))
+        .thenThrows(LeaseExpiredError);
     });
   });
 
   describe('when a node already has a final result in this attempt', () => {
     it('rejects a contradicting result', () => {
-      given([...aRunningExecution(), nodeStarted({ nodeId: 'extract', at: 2_000 }), nodeSucceeded({ nodeId: 'extract', output: ROWS, at: 3_000 })])
+      given([
+        ...aRunningExecution(),
+        nodeStarted({ nodeId: 'extract', at: 2_000 }),
+        nodeSucceeded({ nodeId: 'extract', output: ROWS, at: 3_000 }),
+      ])
         .when(recordNodeResult({ kind: 'node_failed', nodeId: 'extract', error: FAILURE, at: 4_000 }))
         .thenThrows(InvalidStateError);
     });
@@ -138,7 +156,9 @@ describe('RecordNodeResult', () => {
 
   describe('when the node is not in the workflow', () => {
     it('rejects the result', () => {
-      given(aRunningExecution()).when(recordNodeResult({ kind: 'node_started', nodeId: 'publish', at: 2_000 })).thenThrows(InvalidStateError);
+      given(aRunningExecution())
+        .when(recordNodeResult({ kind: 'node_started', nodeId: 'publish', at: 2_000 }))
+        .thenThrows(InvalidStateError);
     });
   });
 
@@ -172,7 +192,9 @@ describe('RecordNodeResult', () => {
 
   describe('when the execution does not exist', () => {
     it('rejects the result as not found', () => {
-      given([]).when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', at: 2_000 })).thenThrows(NotFoundError);
+      given([])
+        .when(recordNodeResult({ kind: 'node_started', nodeId: 'extract', at: 2_000 }))
+        .thenThrows(NotFoundError);
     });
   });
 });

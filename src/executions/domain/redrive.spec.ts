@@ -50,7 +50,9 @@ describe('RequestRedrive', () => {
   describe('when the execution failed', () => {
     it('records the redrive and schedules the next attempt number, due at once', () => {
       given(aFailedExecution())
-        .when(requestRedrive({ redriveId: REDRIVE_1, idempotencyKey: 'redrive-key-1', fingerprint: 'fp-1', attemptId: ATTEMPT_2, at: 10_000 }))
+        .when(
+          requestRedrive({ redriveId: REDRIVE_1, idempotencyKey: 'redrive-key-1', fingerprint: 'fp-1', attemptId: ATTEMPT_2, at: 10_000 }),
+        )
         .then([
           {
             type: 'RedriveRequested',
@@ -66,7 +68,14 @@ describe('RequestRedrive', () => {
           },
           {
             type: 'AttemptScheduled',
-            data: { attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'redrive', notBefore: iso(10_000), queueDeadline: iso(70_000), scheduledAt: iso(10_000) },
+            data: {
+              attemptId: ATTEMPT_2,
+              attemptNumber: 2,
+              reason: 'redrive',
+              notBefore: iso(10_000),
+              queueDeadline: iso(70_000),
+              scheduledAt: iso(10_000),
+            },
           },
         ]);
     });
@@ -74,7 +83,11 @@ describe('RequestRedrive', () => {
 
   describe('when the execution timed out', () => {
     it('schedules a redriven attempt', () => {
-      given([...aQueuedExecution(), attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }), executionTimedOut({ at: 60_000 })])
+      given([
+        ...aQueuedExecution(),
+        attemptTimedOut({ at: 60_000, reason: 'queue_deadline', deadline: 60_000 }),
+        executionTimedOut({ at: 60_000 }),
+      ])
         .when(requestRedrive({ at: 70_000 }))
         .then([
           redriveRequested({ at: 70_000, attemptNumber: 2 }),
@@ -84,28 +97,44 @@ describe('RequestRedrive', () => {
   });
 
   describe('when the execution was cancelled', () => {
-    const cancelled = [...aRunningExecution(), cancelRequested({ at: 3_000 }), attemptCancelled({ at: 4_000 }), executionCancelled({ at: 4_000 })];
+    const cancelled = [
+      ...aRunningExecution(),
+      cancelRequested({ at: 3_000 }),
+      attemptCancelled({ at: 4_000 }),
+      executionCancelled({ at: 4_000 }),
+    ];
 
     it('schedules a redriven attempt', () => {
       given(cancelled)
         .when(requestRedrive({ at: 10_000 }))
-        .then([redriveRequested({ at: 10_000, attemptNumber: 2 }), attemptScheduled({ attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'redrive', at: 10_000 })]);
+        .then([
+          redriveRequested({ at: 10_000, attemptNumber: 2 }),
+          attemptScheduled({ attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'redrive', at: 10_000 }),
+        ]);
     });
 
     it('forgets the old cancel request: a new cancel is recorded again', () => {
       given(redrivenOnce(cancelled, 2))
         .when(requestCancel({ at: 11_000 }))
-        .then([cancelRequested({ at: 11_000 }), attemptCancelled({ attemptId: ATTEMPT_2, at: 11_000 }), executionCancelled({ at: 11_000 })]);
+        .then([
+          cancelRequested({ at: 11_000 }),
+          attemptCancelled({ attemptId: ATTEMPT_2, at: 11_000 }),
+          executionCancelled({ at: 11_000 }),
+        ]);
     });
   });
 
   describe('when the execution has not ended in failure, time-out or cancellation', () => {
     it('rejects redriving a queued execution', () => {
-      given(aQueuedExecution()).when(requestRedrive({ at: 10_000 })).thenThrows(InvalidStateError);
+      given(aQueuedExecution())
+        .when(requestRedrive({ at: 10_000 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('rejects redriving a running execution', () => {
-      given(aRunningExecution()).when(requestRedrive({ at: 10_000 })).thenThrows(InvalidStateError);
+      given(aRunningExecution())
+        .when(requestRedrive({ at: 10_000 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('rejects redriving a succeeded execution', () => {
@@ -115,7 +144,9 @@ describe('RequestRedrive', () => {
     });
 
     it('rejects redriving an execution that does not exist', () => {
-      given([]).when(requestRedrive({ at: 10_000 })).thenThrows(NotFoundError);
+      given([])
+        .when(requestRedrive({ at: 10_000 }))
+        .thenThrows(NotFoundError);
     });
   });
 
@@ -123,15 +154,24 @@ describe('RequestRedrive', () => {
     const redriven = redrivenOnce(aFailedExecution(), 2);
 
     it('treats the same request as a replay and records nothing, although the execution is queued again', () => {
-      given(redriven).when(requestRedrive({ redriveId: REDRIVE_2, attemptId: ATTEMPT_3, at: 12_000 })).thenNothingHappens();
+      given(redriven)
+        .when(requestRedrive({ redriveId: REDRIVE_2, attemptId: ATTEMPT_3, at: 12_000 }))
+        .thenNothingHappens();
     });
 
     it('rejects another request body under the same key', () => {
-      given(redriven).when(requestRedrive({ fingerprint: 'fingerprint-redrive-2', at: 12_000 })).thenThrows(IdempotencyConflictError);
+      given(redriven)
+        .when(requestRedrive({ fingerprint: 'fingerprint-redrive-2', at: 12_000 }))
+        .thenThrows(IdempotencyConflictError);
     });
 
     it('accepts a new key once the redriven run failed again, continuing the attempt numbers', () => {
-      given([...redriven, attemptClaimed({ attemptId: ATTEMPT_2, fencingToken: 2, at: 11_000 }), attemptFailed({ attemptId: ATTEMPT_2, at: 12_000, error: FAILURE }), executionFailed({ at: 12_000, error: FAILURE })])
+      given([
+        ...redriven,
+        attemptClaimed({ attemptId: ATTEMPT_2, fencingToken: 2, at: 11_000 }),
+        attemptFailed({ attemptId: ATTEMPT_2, at: 12_000, error: FAILURE }),
+        executionFailed({ at: 12_000, error: FAILURE }),
+      ])
         .when(requestRedrive({ redriveId: REDRIVE_2, idempotencyKey: 'redrive-key-2', attemptId: ATTEMPT_3, at: 13_000 }))
         .then([
           redriveRequested({ redriveId: REDRIVE_2, idempotencyKey: 'redrive-key-2', attemptId: ATTEMPT_3, attemptNumber: 3, at: 13_000 }),
@@ -161,7 +201,16 @@ describe('RequestRedrive', () => {
 
     it('gives the retry budget back: a failure of the redriven attempt is retried', () => {
       given(exhaustedThenRedriven)
-        .when(completeAttempt({ attemptId: ATTEMPT_4, fencingToken: 4, outcome: 'failed', error: FAILURE, nextAttemptId: ATTEMPT_5, at: 22_000 }))
+        .when(
+          completeAttempt({
+            attemptId: ATTEMPT_4,
+            fencingToken: 4,
+            outcome: 'failed',
+            error: FAILURE,
+            nextAttemptId: ATTEMPT_5,
+            at: 22_000,
+          }),
+        )
         .then([
           attemptFailed({ attemptId: ATTEMPT_4, at: 22_000, error: FAILURE }),
           attemptScheduled({ attemptId: ATTEMPT_5, attemptNumber: 5, reason: 'retry', at: 22_000, notBefore: 23_000 }),

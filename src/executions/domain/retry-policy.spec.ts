@@ -2,11 +2,18 @@ import { describe, expect, it } from '@jest/globals';
 import type { RetryPolicy } from './execution.events.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
 
-const policy: RetryPolicy = { maxAttempts: 4, initialIntervalMs: 1_000, backoffCoefficient: 2, maxIntervalMs: 5_000, nonRetryable: ['bad_request'] };
+const policy: RetryPolicy = {
+  maxAttempts: 4,
+  initialIntervalMs: 1_000,
+  backoffCoefficient: 2,
+  maxIntervalMs: 5_000,
+  nonRetryable: ['bad_request'],
+};
 const transient = { code: 'upstream_unavailable', message: 'upstream answered 503' };
 
 /** The delay before jitter: exponential in the retry number, capped at maxIntervalMs. */
-const cappedDelay = (p: RetryPolicy, retryNumber: number) => Math.min(p.maxIntervalMs, p.initialIntervalMs * p.backoffCoefficient ** (retryNumber - 1));
+const cappedDelay = (p: RetryPolicy, retryNumber: number) =>
+  Math.min(p.maxIntervalMs, p.initialIntervalMs * p.backoffCoefficient ** (retryNumber - 1));
 
 describe('shouldRetry', () => {
   it('retries a retryable error while attempts are left', () => {

@@ -58,7 +58,9 @@ describe('StartExecution', () => {
     });
 
     it('records no idempotency key when the request carried none', () => {
-      given([]).when(startExecution({ at: 0, idempotency: null })).then([executionStarted({ idempotency: null }), attemptScheduled()]);
+      given([])
+        .when(startExecution({ at: 0, idempotency: null }))
+        .then([executionStarted({ idempotency: null }), attemptScheduled()]);
     });
   });
 
@@ -90,11 +92,15 @@ describe('StartExecution', () => {
     });
 
     it('rejects a start without a key', () => {
-      given(aQueuedExecution({ idempotency: KEY })).when(startExecution({ at: 9_000, idempotency: null })).thenThrows(InvalidStateError);
+      given(aQueuedExecution({ idempotency: KEY }))
+        .when(startExecution({ at: 9_000, idempotency: null }))
+        .thenThrows(InvalidStateError);
     });
 
     it('rejects a keyed start of an execution that was started without a key', () => {
-      given(aQueuedExecution({ idempotency: null })).when(startExecution({ at: 9_000, idempotency: KEY })).thenThrows(InvalidStateError);
+      given(aQueuedExecution({ idempotency: null }))
+        .when(startExecution({ at: 9_000, idempotency: KEY }))
+        .thenThrows(InvalidStateError);
     });
   });
 });

@@ -60,7 +60,9 @@ describe('TimeOutAttempt', () => {
     const extended = [...aRunningExecution(), leaseExtended({ at: 20_000 })];
 
     it('keeps the attempt alive: the watchdog is refused and nothing is recorded', () => {
-      given(extended).when(timeOutAttempt({ at: 31_000 })).thenThrows(InvalidStateError);
+      given(extended)
+        .when(timeOutAttempt({ at: 31_000 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('times the attempt out at the extended deadline', () => {
@@ -81,11 +83,15 @@ describe('TimeOutAttempt', () => {
     });
 
     it('refuses to time it out before the queue deadline', () => {
-      given(aQueuedExecution()).when(timeOutAttempt({ at: 59_999 })).thenThrows(InvalidStateError);
+      given(aQueuedExecution())
+        .when(timeOutAttempt({ at: 59_999 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('counts the queue deadline of a retry from its notBefore', () => {
-      given(aRetryScheduled()).when(timeOutAttempt({ attemptId: ATTEMPT_2, at: 65_999 })).thenThrows(InvalidStateError);
+      given(aRetryScheduled())
+        .when(timeOutAttempt({ attemptId: ATTEMPT_2, at: 65_999 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('retries a queued retry that timed out while attempts are left', () => {
@@ -100,15 +106,23 @@ describe('TimeOutAttempt', () => {
 
   describe('when the attempt is not the one to time out', () => {
     it('rejects an attempt a retry superseded', () => {
-      given(aRetryScheduled()).when(timeOutAttempt({ attemptId: ATTEMPT_1, at: 90_000 })).thenThrows(StaleAttemptError);
+      given(aRetryScheduled())
+        .when(timeOutAttempt({ attemptId: ATTEMPT_1, at: 90_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects an attempt that already ended', () => {
-      given(aFailedExecution()).when(timeOutAttempt({ at: 90_000 })).thenThrows(StaleAttemptError);
+      given(aFailedExecution())
+        .when(timeOutAttempt({ at: 90_000 }))
+        .thenThrows(StaleAttemptError);
     });
 
     it('rejects a second time-out of the same attempt', () => {
-      given([...aRunningExecution(), attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }), executionTimedOut({ at: 31_000 })])
+      given([
+        ...aRunningExecution(),
+        attemptTimedOut({ at: 31_000, reason: 'lease_expired', deadline: 31_000 }),
+        executionTimedOut({ at: 31_000 }),
+      ])
         .when(timeOutAttempt({ at: 32_000 }))
         .thenThrows(StaleAttemptError);
     });
@@ -116,7 +130,9 @@ describe('TimeOutAttempt', () => {
 
   describe('when the execution does not exist', () => {
     it('rejects the time-out as not found', () => {
-      given([]).when(timeOutAttempt({ at: 90_000 })).thenThrows(NotFoundError);
+      given([])
+        .when(timeOutAttempt({ at: 90_000 }))
+        .thenThrows(NotFoundError);
     });
   });
 });

@@ -23,7 +23,10 @@ const EXECUTION_MS = 100_000;
 const bounded = aWorkflow({ timeouts: { executionMs: EXECUTION_MS } });
 const boundedWithRetries = aWorkflow({ retry: THREE_ATTEMPTS, timeouts: { executionMs: EXECUTION_MS } });
 
-const executionTimedOut = (at: number): ExecutionEvent => ({ type: 'ExecutionTimedOut', data: { reason: 'execution deadline passed', at: iso(at) } });
+const executionTimedOut = (at: number): ExecutionEvent => ({
+  type: 'ExecutionTimedOut',
+  data: { reason: 'execution deadline passed', at: iso(at) },
+});
 
 describe('TimeOutExecution', () => {
   describe('when the execution ran past timeouts.executionMs', () => {
@@ -31,7 +34,10 @@ describe('TimeOutExecution', () => {
       given(aRunningExecution({ workflow: bounded }))
         .when(timeOutExecution({ at: 100_500 }))
         .then([
-          { type: 'AttemptTimedOut', data: { attemptId: ATTEMPT_1, reason: 'execution_deadline', deadline: iso(EXECUTION_MS), at: iso(100_500) } },
+          {
+            type: 'AttemptTimedOut',
+            data: { attemptId: ATTEMPT_1, reason: 'execution_deadline', deadline: iso(EXECUTION_MS), at: iso(100_500) },
+          },
           executionTimedOut(100_500),
         ]);
     });
@@ -39,7 +45,10 @@ describe('TimeOutExecution', () => {
     it('times out a queued attempt exactly at the deadline', () => {
       given(aQueuedExecution({ workflow: bounded }))
         .when(timeOutExecution({ at: EXECUTION_MS }))
-        .then([attemptTimedOut({ at: EXECUTION_MS, reason: 'execution_deadline', deadline: EXECUTION_MS }), executionTimedOut(EXECUTION_MS)]);
+        .then([
+          attemptTimedOut({ at: EXECUTION_MS, reason: 'execution_deadline', deadline: EXECUTION_MS }),
+          executionTimedOut(EXECUTION_MS),
+        ]);
     });
 
     it('schedules no retry, whatever the retry policy allows', () => {
@@ -61,7 +70,8 @@ describe('TimeOutExecution', () => {
       given(aRunningExecution({ workflow: bounded }))
         .when(timeOutExecution({ at: EXECUTION_MS - 1 }))
         .thenThrows(InvalidStateError, (error) => {
-          if (error.details?.['deadline'] !== iso(EXECUTION_MS)) throw new Error(`expected the deadline in the details, got ${JSON.stringify(error.details)}`);
+          if (error.details?.['deadline'] !== iso(EXECUTION_MS))
+            throw new Error(`expected the deadline in the details, got ${JSON.stringify(error.details)}`);
         });
     });
   });
@@ -74,14 +84,21 @@ describe('TimeOutExecution', () => {
     ];
 
     it('counts the deadline from the redrive, not from the first start', () => {
-      given(redriven()).when(timeOutExecution({ at: 500_000 + EXECUTION_MS - 1 })).thenThrows(InvalidStateError);
+      given(redriven())
+        .when(timeOutExecution({ at: 500_000 + EXECUTION_MS - 1 }))
+        .thenThrows(InvalidStateError);
     });
 
     it('times the redriven run out once its own deadline passed', () => {
       given(redriven())
         .when(timeOutExecution({ at: 500_000 + EXECUTION_MS }))
         .then([
-          attemptTimedOut({ attemptId: ATTEMPT_2, at: 500_000 + EXECUTION_MS, reason: 'execution_deadline', deadline: 500_000 + EXECUTION_MS }),
+          attemptTimedOut({
+            attemptId: ATTEMPT_2,
+            at: 500_000 + EXECUTION_MS,
+            reason: 'execution_deadline',
+            deadline: 500_000 + EXECUTION_MS,
+          }),
           executionTimedOut(500_000 + EXECUTION_MS),
         ]);
     });
@@ -89,11 +106,17 @@ describe('TimeOutExecution', () => {
 
   describe('when the execution already ended', () => {
     it('does nothing', () => {
-      given(aFailedExecution({ workflow: bounded })).when(timeOutExecution({ at: 200_000 })).thenNothingHappens();
+      given(aFailedExecution({ workflow: bounded }))
+        .when(timeOutExecution({ at: 200_000 }))
+        .thenNothingHappens();
     });
 
     it('does nothing after an earlier time-out', () => {
-      given([...aRunningExecution({ workflow: bounded }), attemptTimedOut({ at: EXECUTION_MS, reason: 'execution_deadline', deadline: EXECUTION_MS }), executionTimedOut(EXECUTION_MS)])
+      given([
+        ...aRunningExecution({ workflow: bounded }),
+        attemptTimedOut({ at: EXECUTION_MS, reason: 'execution_deadline', deadline: EXECUTION_MS }),
+        executionTimedOut(EXECUTION_MS),
+      ])
         .when(timeOutExecution({ at: 200_000 }))
         .thenNothingHappens();
     });
@@ -101,7 +124,9 @@ describe('TimeOutExecution', () => {
 
   describe('when the execution does not exist', () => {
     it('rejects the time-out as not found', () => {
-      given([]).when(timeOutExecution({ at: 200_000 })).thenThrows(NotFoundError);
+      given([])
+        .when(timeOutExecution({ at: 200_000 }))
+        .thenThrows(NotFoundError);
     });
   });
 });

@@ -27,7 +27,9 @@ export function timeOutExecution(s: StartedExecution, command: TimeOutExecution)
   const attempt = currentAttempt(s);
   const live = attempt !== undefined && (attempt.status === 'queued' || attempt.status === 'running');
   return [
-    ...(live ? [{ type: 'AttemptTimedOut' as const, data: { attemptId: attempt.attemptId, reason: 'execution_deadline' as const, deadline, at } }] : []),
+    ...(live
+      ? [{ type: 'AttemptTimedOut' as const, data: { attemptId: attempt.attemptId, reason: 'execution_deadline' as const, deadline, at } }]
+      : []),
     { type: 'ExecutionTimedOut', data: { reason: 'execution deadline passed', at } },
   ];
 }

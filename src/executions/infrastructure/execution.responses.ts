@@ -13,7 +13,10 @@ const nullableTimestamp = timestampField.nullable();
 
 /** An error as events record it, shown by name. */
 const executionErrorSchema = executionErrorEventSchema.meta({ id: 'ExecutionError' });
-const digestField = z.string().regex(/^[0-9a-f]{64}$/).meta({ description: 'sha256 of the canonical JSON, in hex.' });
+const digestField = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/)
+  .meta({ description: 'sha256 of the canonical JSON, in hex.' });
 
 /** `StartExecutionHandler`: 201 for a new execution, 200 for a replay of the same key and body. */
 export const startedExecutionSchema = z
@@ -88,7 +91,9 @@ export const executionListSchema = z
   .strictObject({
     executions: z.array(executionSummarySchema).meta({ description: 'Newest first.' }),
     nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
-    position: positionField.nullable().meta({ description: 'The read model’s checkpoint this page reflects (null before the first event).' }),
+    position: positionField
+      .nullable()
+      .meta({ description: 'The read model’s checkpoint this page reflects (null before the first event).' }),
   })
   .meta({ id: 'ExecutionList' });
 
@@ -121,9 +126,17 @@ export const claimReplySchema = z
     fencingToken: z.number().int().min(1),
     leaseExpiresAt: timestampField,
     heartbeatIntervalMs: z.number().int().min(1),
-    workflow: z.strictObject({ workflowId: uuidField, name: identifierField, revision: z.number().int().min(1), digest: digestField, graph: workflowGraphSchema }),
+    workflow: z.strictObject({
+      workflowId: uuidField,
+      name: identifierField,
+      revision: z.number().int().min(1),
+      digest: digestField,
+      graph: workflowGraphSchema,
+    }),
     input: z.record(z.string(), anyJson),
-    completedNodes: z.record(z.string(), anyJson).meta({ description: 'Outputs of the nodes that succeeded in earlier attempts, by node id.' }),
+    completedNodes: z
+      .record(z.string(), anyJson)
+      .meta({ description: 'Outputs of the nodes that succeeded in earlier attempts, by node id.' }),
   })
   .meta({ id: 'ClaimReply' });
 

@@ -95,7 +95,8 @@ export const executionHistoryContract = defineRoute({
 export const cancelExecutionContract = defineRoute({
   operationId: 'cancelExecution',
   summary: 'Request cancellation',
-  description: 'The running attempt is told to stop (its heartbeat answers `cancelRequested`). A second cancel is a no-op 202; cancelling a finished execution is 409 `invalid_state`.',
+  description:
+    'The running attempt is told to stop (its heartbeat answers `cancelRequested`). A second cancel is a no-op 202; cancelling a finished execution is 409 `invalid_state`.',
   tags: TAGS,
   access: workspaceRole('operator', 'resource'),
   params: executionParams,

@@ -78,7 +78,9 @@ export class ExecutionsController {
     @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
   ) {
     const query = parseBody(listExecutionsQuerySchema, rawQuery, 'query');
-    return this.queries.execute(new ListExecutionsQuery(principal, parseName(workspaceId, 'workspaceId'), query, readRequirement(query, minPosition)));
+    return this.queries.execute(
+      new ListExecutionsQuery(principal, parseName(workspaceId, 'workspaceId'), query, readRequirement(query, minPosition)),
+    );
   }
 
   @ApiRoute(getExecutionContract)

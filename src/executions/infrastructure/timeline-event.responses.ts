@@ -15,13 +15,16 @@ const commonFields = {
 };
 
 /** Each payload schema, shown by its event type's name (a copy that carries the name; the checks are the same). */
-const payloads = new Map<ExecutionEventType, z.ZodType>(EXECUTION_EVENT_TYPES.map((type) => [type, executionEventSchemas[type].meta({ id: type })]));
+const payloads = new Map<ExecutionEventType, z.ZodType>(
+  EXECUTION_EVENT_TYPES.map((type) => [type, executionEventSchemas[type].meta({ id: type })]),
+);
 
-const variant = (type: ExecutionEventType, extra: z.ZodRawShape) => z.strictObject({ ...commonFields, type: z.literal(type), data: payloads.get(type)!, ...extra });
+const variant = (type: ExecutionEventType, extra: z.ZodRawShape) =>
+  z.strictObject({ ...commonFields, type: z.literal(type), data: payloads.get(type)!, ...extra });
 
 function eventUnion(extra: z.ZodRawShape) {
   const [first, ...rest] = EXECUTION_EVENT_TYPES.map((type) => variant(type, extra));
-  return z.discriminatedUnion('type', [first!, ...rest]);
+  return z.discriminatedUnion('type', [first, ...rest]);
 }
 
 export const historyEventSchema = eventUnion({}).meta({ id: 'HistoryEvent', description: 'One event of an execution, in log order.' });

@@ -28,7 +28,8 @@ export const claimAttemptContract = defineRoute({
 export const heartbeatContract = defineRoute({
   operationId: 'heartbeatAttempt',
   summary: 'Extend the lease of a claimed attempt',
-  description: 'Answers whether cancellation was requested. A claim that is no longer current is 409 `stale_attempt`; one whose lease ran out, 409 `lease_expired`.',
+  description:
+    'Answers whether cancellation was requested. A claim that is no longer current is 409 `stale_attempt`; one whose lease ran out, 409 `lease_expired`.',
   tags: TAGS,
   access: globalRole('worker'),
   params: attemptParams,
@@ -47,5 +48,14 @@ export const completeAttemptContract = defineRoute({
   params: attemptParams,
   body: completeBodySchema,
   responses: { 200: json('The outcome was recorded.', completeReplySchema) },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'invalid_state', 'stale_attempt', 'lease_expired', 'concurrency_conflict', 'unavailable'],
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'invalid_state',
+    'stale_attempt',
+    'lease_expired',
+    'concurrency_conflict',
+    'unavailable',
+  ],
 });

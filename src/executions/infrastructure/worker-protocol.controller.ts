@@ -18,7 +18,12 @@ export class WorkerProtocolController {
   @ApiRoute(claimAttemptContract)
   @Post('claim')
   @HttpCode(200)
-  claim(@CurrentPrincipal() p: Principal, @Param('executionId') executionId: string, @Param('attemptId') attemptId: string, @Body() body: unknown) {
+  claim(
+    @CurrentPrincipal() p: Principal,
+    @Param('executionId') executionId: string,
+    @Param('attemptId') attemptId: string,
+    @Body() body: unknown,
+  ) {
     const [execution, attempt] = [parseId(executionId, 'executionId'), parseId(attemptId, 'attemptId')];
     const { workerId } = parseBody(claimBodySchema, body);
     return this.commands.execute(new ClaimAttemptCommand(p, execution, attempt, workerId));
@@ -27,7 +32,12 @@ export class WorkerProtocolController {
   @ApiRoute(heartbeatContract)
   @Post('heartbeat')
   @HttpCode(200)
-  heartbeat(@CurrentPrincipal() p: Principal, @Param('executionId') executionId: string, @Param('attemptId') attemptId: string, @Body() body: unknown) {
+  heartbeat(
+    @CurrentPrincipal() p: Principal,
+    @Param('executionId') executionId: string,
+    @Param('attemptId') attemptId: string,
+    @Body() body: unknown,
+  ) {
     const [execution, attempt] = [parseId(executionId, 'executionId'), parseId(attemptId, 'attemptId')];
     const { workerId, fencingToken } = parseBody(heartbeatBodySchema, body);
     return this.commands.execute(new HeartbeatAttemptCommand(p, execution, attempt, workerId, fencingToken));
@@ -36,7 +46,12 @@ export class WorkerProtocolController {
   @ApiRoute(completeAttemptContract)
   @Post('complete')
   @HttpCode(200)
-  complete(@CurrentPrincipal() p: Principal, @Param('executionId') executionId: string, @Param('attemptId') attemptId: string, @Body() body: unknown) {
+  complete(
+    @CurrentPrincipal() p: Principal,
+    @Param('executionId') executionId: string,
+    @Param('attemptId') attemptId: string,
+    @Body() body: unknown,
+  ) {
     const [execution, attempt] = [parseId(executionId, 'executionId'), parseId(attemptId, 'attemptId')];
     return this.commands.execute(new CompleteAttemptCommand(p, execution, attempt, parseBody(completeBodySchema, body)));
   }

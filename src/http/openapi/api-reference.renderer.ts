@@ -20,12 +20,15 @@ export function renderApiReference(document: oas31.OpenAPIObject): string {
     ...authentication(document),
     '## Operations',
     '',
-    table(['Operation', 'Method and path', 'Summary', 'Access'], operations.map(({ method, path, operation }) => [
-      `[${operation.operationId}](#${operationAnchor(operation)})`,
-      `\`${method.toUpperCase()} ${path}\``,
-      cell(operation.summary ?? ''),
-      accessOf(operation),
-    ])),
+    table(
+      ['Operation', 'Method and path', 'Summary', 'Access'],
+      operations.map(({ method, path, operation }) => [
+        `[${operation.operationId}](#${operationAnchor(operation)})`,
+        `\`${method.toUpperCase()} ${path}\``,
+        cell(operation.summary ?? ''),
+        accessOf(operation),
+      ]),
+    ),
     '',
   ];
   for (const tag of document.tags ?? []) {
@@ -36,7 +39,10 @@ export function renderApiReference(document: oas31.OpenAPIObject): string {
   }
   lines.push('## Schemas', '');
   for (const [name, schema] of Object.entries(document.components?.schemas ?? {})) lines.push(...renderSchema(name, schema as JsonSchema));
-  return `${lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd()}\n`;
+  return `${lines
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd()}\n`;
 }
 
 interface OperationEntry {
@@ -51,7 +57,7 @@ function operationsOf(document: oas31.OpenAPIObject): OperationEntry[] {
   const entries: OperationEntry[] = [];
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     for (const method of METHODS) {
-      const operation = (item as oas31.PathItemObject)[method];
+      const operation = item[method];
       if (operation !== undefined) entries.push({ method, path, operation });
     }
   }
@@ -82,31 +88,56 @@ function accessOf(operation: oas31.OperationObject): string {
 }
 
 function renderOperation({ method, path, operation }: OperationEntry): string[] {
-  const lines = [`<a id="${operationAnchor(operation)}"></a>`, `### ${operation.summary ?? operation.operationId}`, '', `\`${method.toUpperCase()} ${path}\` — \`${operation.operationId}\``, ''];
+  const lines = [
+    `<a id="${operationAnchor(operation)}"></a>`,
+    `### ${operation.summary ?? operation.operationId}`,
+    '',
+    `\`${method.toUpperCase()} ${path}\` — \`${operation.operationId}\``,
+    '',
+  ];
   if (operation.description) lines.push(operation.description, '');
   const parameters = (operation.parameters ?? []) as oas31.ParameterObject[];
   if (parameters.length > 0) {
-    lines.push('**Parameters**', '', table(['Name', 'In', 'Type', 'Required', 'Description'], parameters.map((parameter) => [
-      `\`${parameter.name}\``,
-      parameter.in,
-      typeText(parameter.schema),
-      parameter.required ? 'yes' : 'no',
-      [cell(parameter.description ?? ''), notesOf({ ...(parameter.schema as JsonSchema), description: undefined })].filter(Boolean).join(' '),
-    ])), '');
+    lines.push(
+      '**Parameters**',
+      '',
+      table(
+        ['Name', 'In', 'Type', 'Required', 'Description'],
+        parameters.map((parameter) => [
+          `\`${parameter.name}\``,
+          parameter.in,
+          typeText(parameter.schema),
+          parameter.required ? 'yes' : 'no',
+          [cell(parameter.description ?? ''), notesOf({ ...(parameter.schema as JsonSchema), description: undefined })]
+            .filter(Boolean)
+            .join(' '),
+        ]),
+      ),
+      '',
+    );
   }
   const body = operation.requestBody as oas31.RequestBodyObject | undefined;
   if (body !== undefined) {
     for (const [mediaType, media] of Object.entries(body.content)) {
-      lines.push(`**Request body** (\`${mediaType}\`, ${body.required ? 'required' : 'optional: no body reads as `{}`'}): ${typeText(media.schema)}`, '');
+      lines.push(
+        `**Request body** (\`${mediaType}\`, ${body.required ? 'required' : 'optional: no body reads as `{}`'}): ${typeText(media.schema)}`,
+        '',
+      );
       lines.push(...fieldsTable(media.schema));
     }
   }
   lines.push('**Responses**', '');
   const responses = Object.entries(operation.responses ?? {}) as [string, oas31.ResponseObject][];
-  lines.push(table(['Status', 'Content', 'Body', 'Description'], responses.map(([status, response]) => {
-    const [mediaType, media] = Object.entries(response.content ?? {})[0] ?? ['', undefined];
-    return [status, mediaType ? `\`${mediaType}\`` : 'none', bodyText(media), cell(response.description)];
-  })), '');
+  lines.push(
+    table(
+      ['Status', 'Content', 'Body', 'Description'],
+      responses.map(([status, response]) => {
+        const [mediaType, media] = Object.entries(response.content ?? {})[0] ?? ['', undefined];
+        return [status, mediaType ? `\`${mediaType}\`` : 'none', bodyText(media), cell(response.description)];
+      }),
+    ),
+    '',
+  );
   for (const [status, response] of responses) {
     const media = Object.values(response.content ?? {})[0];
     const rows = media?.schema === undefined ? [] : fieldsTable(media.schema);
@@ -153,5 +184,7 @@ function cell(text: string): string {
 }
 
 function table(header: string[], rows: string[][]): string {
-  return [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+  return [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join(
+    '\n',
+  );
 }

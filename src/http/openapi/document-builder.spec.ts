@@ -33,7 +33,15 @@ const createWidget = defineRoute({
   responses: { 201: json('Created.', widget) },
   errors: ['forbidden', 'concurrency_conflict', 'invalid_state'],
 });
-const poke = defineRoute({ operationId: 'poke', summary: 'Poke', tags: ['Widgets'], access: PUBLIC, body: optionalBody, responses: { 200: json('Poked.', widget) }, errors: [] });
+const poke = defineRoute({
+  operationId: 'poke',
+  summary: 'Poke',
+  tags: ['Widgets'],
+  access: PUBLIC,
+  body: optionalBody,
+  responses: { 200: json('Poked.', widget) },
+  errors: [],
+});
 
 @Controller('v1/widgets')
 class WidgetsController {
@@ -83,35 +91,56 @@ describe('the OpenAPI document builder', () => {
   });
 
   it('shows a case-insensitive UUID parameter as format uuid, not as a lower-case pattern', () => {
-    const operation = build().paths!['/v1/widgets/{widgetId}']!.get!;
-    expect(operation.parameters).toEqual([expect.objectContaining({ in: 'path', name: 'widgetId', required: true, schema: { type: 'string', format: 'uuid' } })]);
+    const operation = build().paths!['/v1/widgets/{widgetId}'].get!;
+    expect(operation.parameters).toEqual([
+      expect.objectContaining({ in: 'path', name: 'widgetId', required: true, schema: { type: 'string', format: 'uuid' } }),
+    ]);
   });
 
   it('names the role a route needs, and needs no token on a public one', () => {
     const paths = build().paths!;
-    expect(paths['/v1/widgets/{widgetId}']!.get!.security).toEqual([{ bearerAuth: ['viewer'] }]);
-    expect(paths['/v1/widgets']!.post!.security).toEqual([{ bearerAuth: ['system-admin'] }]);
-    expect(paths['/v1/widgets/poke']!.post!.security).toEqual([]);
+    expect(paths['/v1/widgets/{widgetId}'].get!.security).toEqual([{ bearerAuth: ['viewer'] }]);
+    expect(paths['/v1/widgets'].post!.security).toEqual([{ bearerAuth: ['system-admin'] }]);
+    expect(paths['/v1/widgets/poke'].post!.security).toEqual([]);
   });
 
   it('requires a body only when an empty one would not do', () => {
     const paths = build().paths!;
-    expect(paths['/v1/widgets']!.post!.requestBody).toMatchObject({ required: true });
-    expect(paths['/v1/widgets/poke']!.post!.requestBody).toMatchObject({ required: false });
+    expect(paths['/v1/widgets'].post!.requestBody).toMatchObject({ required: true });
+    expect(paths['/v1/widgets/poke'].post!.requestBody).toMatchObject({ required: false });
   });
 
   it('groups the problem codes a route answers by status, each a Problem', () => {
-    expect(answerableCodes(createWidget)).toEqual(['validation_failed', 'unauthenticated', 'forbidden', 'invalid_state', 'concurrency_conflict', 'payload_too_large', 'unsupported_media_type']);
-    const responses = build().paths!['/v1/widgets']!.post!.responses!;
+    expect(answerableCodes(createWidget)).toEqual([
+      'validation_failed',
+      'unauthenticated',
+      'forbidden',
+      'invalid_state',
+      'concurrency_conflict',
+      'payload_too_large',
+      'unsupported_media_type',
+    ]);
+    const responses = build().paths!['/v1/widgets'].post!.responses!;
     expect(Object.keys(responses)).toEqual(['201', '400', '401', '403', '409', '413', '415']);
     expect(responses['409']).toMatchObject({
-      content: { 'application/problem+json': { schema: { allOf: [{ $ref: '#/components/schemas/Problem' }, { properties: { code: { enum: ['invalid_state', 'concurrency_conflict'] } } }] } } },
+      content: {
+        'application/problem+json': {
+          schema: {
+            allOf: [
+              { $ref: '#/components/schemas/Problem' },
+              { properties: { code: { enum: ['invalid_state', 'concurrency_conflict'] } } },
+            ],
+          },
+        },
+      },
     });
-    expect(Object.keys(build().paths!['/v1/widgets/poke']!.post!.responses!)).toEqual(['200', '400', '413', '415']);
+    expect(Object.keys(build().paths!['/v1/widgets/poke'].post!.responses!)).toEqual(['200', '400', '413', '415']);
   });
 
   it('refuses two routes with one operationId', () => {
-    expect(() => build([WidgetsController, DuplicateController])).toThrow('operationId getWidget is used by WidgetsController.get and DuplicateController.again');
+    expect(() => build([WidgetsController, DuplicateController])).toThrow(
+      'operationId getWidget is used by WidgetsController.get and DuplicateController.again',
+    );
   });
 
   it('writes the same bytes whatever order the controllers come in', () => {
@@ -125,7 +154,9 @@ describe('the OpenAPI document builder', () => {
     expect(stringifyDocument(build([WidgetsController, AController]))).toBe(stringifyDocument(build([AController, WidgetsController])));
     const reference = renderApiReference(build([WidgetsController, AController]));
     expect(reference).toContain('`POST /v1/widgets` — `createWidget`');
-    expect(reference).toContain('| 409 | `application/problem+json` | [Problem](#schema-problem) (code `invalid_state`, `concurrency_conflict`) |');
+    expect(reference).toContain(
+      '| 409 | `application/problem+json` | [Problem](#schema-problem) (code `invalid_state`, `concurrency_conflict`) |',
+    );
   });
 });
 

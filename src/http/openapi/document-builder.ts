@@ -43,7 +43,8 @@ export function buildOpenApiDocument(routes: readonly DiscoveredRoute[], info: D
     if (earlier !== undefined) throw new Error(`operationId ${contract.operationId} is used by ${earlier} and ${handler}`);
     operationIds.set(contract.operationId, handler);
     for (const [name, schema] of Object.entries(contract.components ?? {})) {
-      if (schemas[name] !== undefined && schemas[name] !== schema) throw new Error(`two schemas are named ${name} (one of them by ${handler})`);
+      if (schemas[name] !== undefined && schemas[name] !== schema)
+        throw new Error(`two schemas are named ${name} (one of them by ${handler})`);
       schemas[name] = schema;
     }
     for (const schema of contract.typeKeepingTransforms ?? []) typeKeeping.add(schema);
@@ -105,7 +106,9 @@ function operationOf(contract: RouteContract): ZodOpenApiOperationObject {
     security: contract.access.kind === 'public' ? [] : [{ [BEARER_SCHEME]: [contract.access.role] }],
     responses: responsesOf(contract),
   };
-  const requestParams = Object.entries({ path: contract.params, query: contract.query, header: contract.headers }).filter(([, schema]) => schema !== undefined);
+  const requestParams = Object.entries({ path: contract.params, query: contract.query, header: contract.headers }).filter(
+    ([, schema]) => schema !== undefined,
+  );
   if (requestParams.length > 0) operation.requestParams = Object.fromEntries(requestParams);
   if (contract.body !== undefined) {
     operation.requestBody = {

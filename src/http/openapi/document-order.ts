@@ -32,10 +32,13 @@ function rank(order: readonly string[], key: string): number {
 }
 
 /** Keys in `order` first (in that order), then the rest by code point; values through `map`. */
-function sortKeys<T, U = T>(record: Record<string, T>, options: { order?: readonly string[]; map?: (value: T) => U } = {}): Record<string, U> {
+function sortKeys<T, U = T>(
+  record: Record<string, T>,
+  options: { order?: readonly string[]; map?: (value: T) => U } = {},
+): Record<string, U> {
   const { order = [], map = (value: T) => value as unknown as U } = options;
   const keys = Object.keys(record).sort((a, b) => rank(order, a) - rank(order, b) || (a < b ? -1 : a > b ? 1 : 0));
-  return Object.fromEntries(keys.map((key) => [key, map(record[key]!)]));
+  return Object.fromEntries(keys.map((key) => [key, map(record[key])]));
 }
 
 function orderOperation(operation: oas31.OperationObject): oas31.OperationObject {
@@ -82,7 +85,7 @@ function nameRecursiveSchemas(document: oas31.OpenAPIObject): oas31.OpenAPIObjec
   const renamed = JSON.parse(text) as oas31.OpenAPIObject;
   const all = renamed.components!.schemas!;
   const kept = Object.fromEntries(Object.entries(all).filter(([name]) => !renames.has(name)));
-  kept['JsonValue'] = all[[...renames.keys()][0]!]!;
+  kept['JsonValue'] = all[[...renames.keys()][0]]!;
   renamed.components!.schemas = kept;
   return renamed;
 }

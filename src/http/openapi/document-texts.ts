@@ -28,7 +28,8 @@ export const PARAMETER_DESCRIPTIONS: Record<string, string> = {
   nodeId: 'The approval node’s id in the graph.',
   revision: 'A published revision (from 1); the latest when absent.',
   minPosition: 'Wait until the read model reflects this position (e.g. a command response’s `position`); wins over X-Flostra-Min-Position.',
-  consistency: '`latest` (default): reflect every write acknowledged before the query; `eventual`: whatever the read model holds now, without waiting.',
+  consistency:
+    '`latest` (default): reflect every write acknowledged before the query; `eventual`: whatever the read model holds now, without waiting.',
   'X-Flostra-Min-Position': 'As `minPosition`, for clients that prefer a header.',
   after: 'Only events after this position (an event’s `position`, or `nextCursor`).',
   limit: 'Page size.',

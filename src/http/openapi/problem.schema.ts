@@ -18,8 +18,13 @@ export const problemSchema = z
     title: z.string().meta({ description: 'A short summary of the code; the same for every problem of that code.' }),
     status: z.number().int().min(400).max(599).meta({ description: 'The HTTP status, repeated.' }),
     detail: z.string().meta({ description: 'What went wrong with this request, for people.' }),
-    code: z.enum([...ERROR_ORDER, 'internal']).meta({ description: 'Stable and machine-readable: clients branch on this, never on `title` or `detail`.' }),
-    issues: z.array(validationIssueSchema).optional().meta({ description: 'With `validation_failed`: every problem found in the input, each naming its field.' }),
+    code: z
+      .enum([...ERROR_ORDER, 'internal'])
+      .meta({ description: 'Stable and machine-readable: clients branch on this, never on `title` or `detail`.' }),
+    issues: z
+      .array(validationIssueSchema)
+      .optional()
+      .meta({ description: 'With `validation_failed`: every problem found in the input, each naming its field.' }),
   })
   .meta({
     description: 'An RFC 9457 problem (`application/problem+json`). Other members carry details of some codes.',

@@ -73,7 +73,10 @@ class CheckedController {
   }
 }
 
-async function startApp(checked: boolean, logLines: string[]): Promise<{ app: NestExpressApplication; url: string; checks: ResponseContractChecks | null }> {
+async function startApp(
+  checked: boolean,
+  logLines: string[],
+): Promise<{ app: NestExpressApplication; url: string; checks: ResponseContractChecks | null }> {
   const moduleRef = await Test.createTestingModule({ controllers: [CheckedController] }).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
   const logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) });
@@ -111,7 +114,12 @@ describe('response checks against route contracts', () => {
     expect(response.status).toBe(500);
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const problem = (await response.json()) as Record<string, unknown>;
-    expect(problem).toMatchObject({ code: 'internal', status: 500, route: 'GET /checked/bad-body', issues: [{ path: 'body.count', message: expect.any(String) }] });
+    expect(problem).toMatchObject({
+      code: 'internal',
+      status: 500,
+      route: 'GET /checked/bad-body',
+      issues: [{ path: 'body.count', message: expect.any(String) }],
+    });
     expect(problem['detail']).toContain('GET /checked/bad-body');
     expect(problem['detail']).toContain('body.count');
   });
@@ -131,7 +139,9 @@ describe('response checks against route contracts', () => {
   it('fails a problem whose code the route does not declare', async () => {
     const response = await get('/checked/undeclared-error');
     expect(response.status).toBe(500);
-    expect(((await response.json()) as { detail: string }).detail).toContain('answered 409 invalid_state ("not now"), a code its contract does not list');
+    expect(((await response.json()) as { detail: string }).detail).toContain(
+      'answered 409 invalid_state ("not now"), a code its contract does not list',
+    );
   });
 
   it('accepts an empty response declared without a body', async () => {
@@ -149,15 +159,28 @@ describe('response checks against route contracts', () => {
     const good = await (await get('/checked/stream')).text();
     expect(good).toContain('data: {"id":"a","count":1}');
     // Cut off: the client gets at most the frames before the bad one, or (written in one go here) nothing.
-    const bad = await get('/checked/stream?bad=1').then((response) => response.text()).catch((error: unknown) => String(error));
+    const bad = await get('/checked/stream?bad=1')
+      .then((response) => response.text())
+      .catch((error: unknown) => String(error));
     expect(bad).not.toContain('"id":"b"');
-    expect(checked.checks!.violations.at(-1)).toMatchObject({ route: 'GET /checked/stream', detail: 'an event’s data does not match its schema' });
+    expect(checked.checks!.violations.at(-1)).toMatchObject({
+      route: 'GET /checked/stream',
+      detail: 'an event’s data does not match its schema',
+    });
   });
 
   it('records and logs every violation', () => {
     const routes = checked.checks!.violations.map((violation) => violation.route);
-    expect(routes).toEqual(['GET /checked/bad-body', 'GET /checked/wrong-status', 'GET /checked/undeclared-error', 'GET /checked/no-contract', 'GET /checked/stream']);
-    const logged = logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((record) => record['msg'] === 'response contract violated');
+    expect(routes).toEqual([
+      'GET /checked/bad-body',
+      'GET /checked/wrong-status',
+      'GET /checked/undeclared-error',
+      'GET /checked/no-contract',
+      'GET /checked/stream',
+    ]);
+    const logged = logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((record) => record['msg'] === 'response contract violated');
     expect(logged.map((record) => [record['level'], record['route']])).toEqual(routes.map((route) => ['error', route]));
   });
 

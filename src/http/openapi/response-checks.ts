@@ -40,7 +40,13 @@ export class ResponseContractChecks implements NestInterceptor {
     const route = `${request.method} ${request.route?.path ?? pathOf(request)}`;
     const contract = contractOf(context.getHandler());
     if (contract === undefined) {
-      return next.handle().pipe(map(() => this.violate(response, { route, status: response.statusCode, detail: 'the route has no contract (@ApiRoute)', issues: [] })));
+      return next
+        .handle()
+        .pipe(
+          map(() =>
+            this.violate(response, { route, status: response.statusCode, detail: 'the route has no contract (@ApiRoute)', issues: [] }),
+          ),
+        );
     }
     const stream = Object.values(contract.responses).find((declared) => declared.kind === 'event-stream');
     if (stream !== undefined) this.watchEventStream(response, stream.schema, route);
@@ -56,18 +62,34 @@ export class ResponseContractChecks implements NestInterceptor {
     const status = response.statusCode;
     const declared = contract.responses[status];
     if (declared === undefined) {
-      return this.violate(response, { route, status, detail: `status ${status} is not declared (${Object.keys(contract.responses).join(', ')} are)`, issues: [] });
+      return this.violate(response, {
+        route,
+        status,
+        detail: `status ${status} is not declared (${Object.keys(contract.responses).join(', ')} are)`,
+        issues: [],
+      });
     }
-    if (declared.kind === 'event-stream') return this.violate(response, { route, status, detail: 'an event stream was declared, but the handler returned', issues: [] });
+    if (declared.kind === 'event-stream')
+      return this.violate(response, { route, status, detail: 'an event stream was declared, but the handler returned', issues: [] });
     if (declared.kind === 'empty') {
       if (value === undefined || value === null || value === '') return value;
-      return this.violate(response, { route, status, detail: `status ${status} is declared without a body, but the handler returned one`, issues: [] });
+      return this.violate(response, {
+        route,
+        status,
+        detail: `status ${status} is declared without a body, but the handler returned one`,
+        issues: [],
+      });
     }
     // What the client receives: undefined members dropped, dates as strings.
     const sent: unknown = value === undefined ? undefined : JSON.parse(JSON.stringify(value));
     const parsed = declared.schema.safeParse(sent);
     if (parsed.success) return value;
-    return this.violate(response, { route, status, detail: `the body of ${status} does not match its schema`, issues: toValidationIssues(parsed.error, 'body') });
+    return this.violate(response, {
+      route,
+      status,
+      detail: `the body of ${status} does not match its schema`,
+      issues: toValidationIssues(parsed.error, 'body'),
+    });
   }
 
   private checkError(contract: RouteContract, route: string, response: ServerResponse, error: unknown): Observable<unknown> {
@@ -91,7 +113,10 @@ export class ResponseContractChecks implements NestInterceptor {
     response.statusCode = 500;
     response.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
     response.setHeader('Cache-Control', 'no-store');
-    return problem('internal', `response contract violated by ${violation.route}: ${summary(violation)}`, { route: violation.route, issues: violation.issues });
+    return problem('internal', `response contract violated by ${violation.route}: ${summary(violation)}`, {
+      route: violation.route,
+      issues: violation.issues,
+    });
   }
 
   private record(violation: ResponseViolation): void {
@@ -102,12 +127,17 @@ export class ResponseContractChecks implements NestInterceptor {
   /** Checks each `data:` line as the handler writes it; a bad one ends the stream. */
   private watchEventStream(response: ServerResponse, schema: z.ZodType, route: string): void {
     const write = response.write;
+    // The replacement write needs both: the response as `this`, these checks by name.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const checks = this;
     response.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]): boolean {
       const violation = checks.checkFrames(chunk, schema, route);
       if (violation === null) return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
       checks.record(violation);
-      (write as (...args: unknown[]) => boolean).call(this, `: response contract violated: ${summary(violation).replace(/[\r\n]/g, ' ')}\n\n`);
+      (write as (...args: unknown[]) => boolean).call(
+        this,
+        `: response contract violated: ${summary(violation).replace(/[\r\n]/g, ' ')}\n\n`,
+      );
       this.destroy();
       return false;
     } as ServerResponse['write'];
@@ -125,7 +155,13 @@ export class ResponseContractChecks implements NestInterceptor {
         return { route, status: 200, detail: 'an event’s data is not JSON', issues: [] };
       }
       const parsed = schema.safeParse(data);
-      if (!parsed.success) return { route, status: 200, detail: 'an event’s data does not match its schema', issues: toValidationIssues(parsed.error, 'data') };
+      if (!parsed.success)
+        return {
+          route,
+          status: 200,
+          detail: 'an event’s data does not match its schema',
+          issues: toValidationIssues(parsed.error, 'data'),
+        };
     }
     if (Buffer.isBuffer(chunk)) this.checkedFrames.add(chunk);
     return null;

@@ -30,7 +30,8 @@ export function schemaAdjustments(typeKeeping: ReadonlySet<unknown>): CreateDocu
   return {
     override: ({ zodSchema, jsonSchema, io }) => {
       if (hasCaseInsensitivePattern(zodSchema)) showCaseInsensitive(jsonSchema);
-      else if (patternsOf(zodSchema).length === 0 && FORMATS_WITHOUT_PATTERN.has(jsonSchema['format'] as string)) delete jsonSchema['pattern'];
+      else if (patternsOf(zodSchema).length === 0 && FORMATS_WITHOUT_PATTERN.has(jsonSchema['format'] as string))
+        delete jsonSchema['pattern'];
       if (io !== 'output' || !typeKeeping.has(zodSchema)) return;
       const input = (zodSchema._zod.def as { in?: z.ZodType }).in;
       if (input === undefined) throw new Error('typeKeepingTransforms lists a schema that is not a transform');
@@ -46,7 +47,10 @@ const FORMATS_WITHOUT_PATTERN = new Set(['date-time', 'uuid']);
 /** Regex checks of a string schema (`z.string().regex(…)`). */
 function patternsOf(schema: z.core.$ZodType): RegExp[] {
   const checks = (schema._zod.def as { checks?: { _zod: { def: { format?: string; pattern?: RegExp } } }[] }).checks ?? [];
-  return checks.map((check) => check._zod.def).filter((def) => def.format === 'regex' && def.pattern !== undefined).map((def) => def.pattern!);
+  return checks
+    .map((check) => check._zod.def)
+    .filter((def) => def.format === 'regex' && def.pattern !== undefined)
+    .map((def) => def.pattern!);
 }
 
 function hasCaseInsensitivePattern(schema: z.core.$ZodType): boolean {
@@ -58,7 +62,8 @@ function hasCaseInsensitivePattern(schema: z.core.$ZodType): boolean {
  * as RFC 9562 reads them), and no other case-insensitive pattern exists to be shown wrongly.
  */
 function showCaseInsensitive(jsonSchema: Record<string, unknown>): void {
-  if (jsonSchema['pattern'] !== UUID_PATTERN.source) throw new Error(`a case-insensitive pattern cannot be shown in JSON Schema: ${String(jsonSchema['pattern'])}`);
+  if (jsonSchema['pattern'] !== UUID_PATTERN.source)
+    throw new Error(`a case-insensitive pattern cannot be shown in JSON Schema: ${String(jsonSchema['pattern'])}`);
   delete jsonSchema['pattern'];
   jsonSchema['format'] = 'uuid';
 }

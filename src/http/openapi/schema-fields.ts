@@ -120,17 +120,22 @@ function unionRows(variants: JsonSchema[], prefix: string, depth: number): Field
   const discriminator = discriminatorOf(variants);
   const perVariant = variants.map((variant) => fieldRows(variant, prefix, depth));
   const key = (row: FieldRow) => JSON.stringify(row);
-  const shared = perVariant[0]!.filter((row) => perVariant.every((rows) => rows.some((other) => key(other) === key(row))));
+  const shared = perVariant[0].filter((row) => perVariant.every((rows) => rows.some((other) => key(other) === key(row))));
   const sharedKeys = new Set(shared.map(key));
   const rows = [...shared];
   const constOf = (variant: JsonSchema) => asSchema(asSchema(variant['properties'])[discriminator ?? ''])['const'];
   if (discriminator !== null) {
     const name = `${prefix}${discriminator}`;
-    rows.push({ name, type: variants.map((variant) => code(constOf(variant))).join(' \\| '), required: true, notes: 'Selects which fields follow.' });
-    sharedKeys.add(key(rows[rows.length - 1]!));
+    rows.push({
+      name,
+      type: variants.map((variant) => code(constOf(variant))).join(' \\| '),
+      required: true,
+      notes: 'Selects which fields follow.',
+    });
+    sharedKeys.add(key(rows[rows.length - 1]));
   }
   perVariant.forEach((variantRows, index) => {
-    const tag = discriminator === null ? `variant ${index + 1}` : `${discriminator} is ${code(constOf(variants[index]!))}`;
+    const tag = discriminator === null ? `variant ${index + 1}` : `${discriminator} is ${code(constOf(variants[index]))}`;
     for (const row of variantRows) {
       if (sharedKeys.has(key(row)) || row.name === `${prefix}${discriminator}`) continue;
       rows.push({ ...row, notes: [`When ${tag}.`, row.notes].filter(Boolean).join(' ') });

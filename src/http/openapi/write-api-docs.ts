@@ -25,7 +25,16 @@ async function main(): Promise<void> {
   const store = await PostgresEventStore.open(sql);
   const bus = new InProcessBus();
   const logger = createLogger({ level: 'error' });
-  const app = await createApp({ config: loadConfig({}), store, readModelSql: sql, bus, clock: systemClock, ids: randomIds, logger, registry: new TokenRegistry() });
+  const app = await createApp({
+    config: loadConfig({}),
+    store,
+    readModelSql: sql,
+    bus,
+    clock: systemClock,
+    ids: randomIds,
+    logger,
+    registry: new TokenRegistry(),
+  });
   try {
     const document = app.get(OpenApiDocuments).current();
     mkdirSync(join(root, 'docs'), { recursive: true });

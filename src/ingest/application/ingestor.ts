@@ -51,7 +51,9 @@ export class Ingestor {
   }
 
   private async join(): Promise<void> {
+    // `let`: a crash reported while consume() is still joining finds no handle yet, not a TDZ error.
     let consumer: ConsumerHandle | undefined;
+    // eslint-disable-next-line prefer-const
     consumer = await this.deps.bus.consume({
       groupId: this.options.groupId,
       topic: TOPICS.results,

@@ -81,7 +81,7 @@ export class ResultIngestor {
     await Promise.all(
       Array.from({ length: Math.min(EXECUTIONS_IN_PARALLEL, groups.length) }, async () => {
         while (next.index < groups.length && failures.length === 0) {
-          const group = groups[next.index++]!;
+          const group = groups[next.index++];
           try {
             await this.recordGroup(group);
           } catch (error) {
@@ -95,15 +95,22 @@ export class ResultIngestor {
 
   /** One execution's results as one append; each refused result becomes a dead letter. */
   private async recordGroup(group: { message: IncomingMessage; result: ResultMessage }[]): Promise<void> {
-    const executionId = group[0]!.result.executionId;
+    const executionId = group[0].result.executionId;
     const outcome = await this.withRetry('recording worker results', () =>
-      this.deps.executions.handleBatch(executionId, group.map(({ result }) => () => this.commandOf(result))),
+      this.deps.executions.handleBatch(
+        executionId,
+        group.map(
+          ({ result }) =>
+            () =>
+              this.commandOf(result),
+        ),
+      ),
     );
     for (const [index, verdict] of outcome.verdicts.entries()) {
       if (!('rejected' in verdict)) continue;
       const { code, message } = verdict.rejected;
       if (!isRejection(verdict.rejected)) throw verdict.rejected;
-      await this.deadLetter(group[index]!.message, { code, message });
+      await this.deadLetter(group[index].message, { code, message });
     }
     // Remembered only once handled: a message whose handling failed must be tried again.
     for (const { result } of group) this.seen.add(result.messageId);
@@ -123,13 +130,21 @@ export class ResultIngestor {
       case 'node_skipped':
         return {
           type: 'RecordNodeResult',
-          data: { ...fence, kind: result.kind, nodeId: result.nodeId!, ...extra, ...(result.reason !== undefined ? { reason: result.reason } : {}) },
+          data: {
+            ...fence,
+            kind: result.kind,
+            nodeId: result.nodeId!,
+            ...extra,
+            ...(result.reason !== undefined ? { reason: result.reason } : {}),
+          },
           metadata,
         };
       case 'attempt_succeeded':
       case 'attempt_failed':
       case 'attempt_cancelled': {
-        const outcome = ({ attempt_succeeded: 'succeeded', attempt_failed: 'failed', attempt_cancelled: 'cancelled' } as const)[result.kind];
+        const outcome = ({ attempt_succeeded: 'succeeded', attempt_failed: 'failed', attempt_cancelled: 'cancelled' } as const)[
+          result.kind
+        ];
         return {
           type: 'CompleteAttempt',
           data: { ...fence, outcome, ...extra, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() },
@@ -140,7 +155,13 @@ export class ResultIngestor {
         const action = (result.output as { action?: unknown } | undefined)?.action ?? null;
         return {
           type: 'CompleteAttempt',
-          data: { ...fence, outcome: 'suspended', approval: { nodeId: result.nodeId!, action }, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() },
+          data: {
+            ...fence,
+            outcome: 'suspended',
+            approval: { nodeId: result.nodeId!, action },
+            nextAttemptId: this.deps.ids.uuid(),
+            jitter: Math.random(),
+          },
           metadata,
         };
       }
@@ -162,7 +183,12 @@ export class ResultIngestor {
     await this.withRetry('publishing a dead letter', () =>
       this.deps.bus.publish(TOPICS.resultsDlq, [{ key: message.key || 'unkeyed', value: JSON.stringify(letter) }]),
     );
-    this.deps.logger.warn('worker result dead-lettered', { reason, topic: message.topic, partition: message.partition, offset: message.offset });
+    this.deps.logger.warn('worker result dead-lettered', {
+      reason,
+      topic: message.topic,
+      partition: message.partition,
+      offset: message.offset,
+    });
   }
 
   private async withRetry<T>(what: string, work: () => Promise<T>): Promise<T> {

@@ -36,12 +36,19 @@ export const resultMessageSchema = z
     error: executionErrorSchema.optional(),
     reason: z.string().max(1024).optional(),
   })
-  .refine((m) => !m.kind.startsWith('node_') || m.nodeId !== undefined, { message: 'nodeId is required for node results', path: ['nodeId'] })
-  .refine((m) => m.kind !== 'attempt_suspended' || m.nodeId !== undefined, { message: 'nodeId is required for a suspended attempt', path: ['nodeId'] });
+  .refine((m) => !m.kind.startsWith('node_') || m.nodeId !== undefined, {
+    message: 'nodeId is required for node results',
+    path: ['nodeId'],
+  })
+  .refine((m) => m.kind !== 'attempt_suspended' || m.nodeId !== undefined, {
+    message: 'nodeId is required for a suspended attempt',
+    path: ['nodeId'],
+  });
 
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
 
-export type ParsedResult = { ok: true; result: ResultMessage } | { ok: false; code: 'payload_too_large' | 'validation_failed'; message: string };
+export type ParsedResult =
+  { ok: true; result: ResultMessage } | { ok: false; code: 'payload_too_large' | 'validation_failed'; message: string };
 
 /** Size, JSON and schema checks at the edge; nothing downstream sees an unchecked message. */
 export function parseResultMessage(text: string, maxBytes: number = MAX_RESULT_MESSAGE_BYTES): ParsedResult {

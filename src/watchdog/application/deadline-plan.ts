@@ -54,7 +54,12 @@ export function planDeadlines(
     const attempt = (attemptId: string, due: string) => upsert({ executionId, kind: 'attempt', attemptId, dueMs: Date.parse(due) });
     switch (event.type) {
       case 'ExecutionStarted':
-        upsert({ executionId, kind: 'execution', attemptId: null, dueMs: Date.parse(event.data.startedAt) + event.data.workflow.graph.timeouts.executionMs });
+        upsert({
+          executionId,
+          kind: 'execution',
+          attemptId: null,
+          dueMs: Date.parse(event.data.startedAt) + event.data.workflow.graph.timeouts.executionMs,
+        });
         break;
       case 'AttemptScheduled':
         attempt(event.data.attemptId, event.data.queueDeadline);

@@ -9,7 +9,12 @@ import { parseExecutionEvent } from '../../executions/domain/execution-event.par
 import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
 import { isFinal } from '../../executions/domain/execution.state.js';
 import { executionDeadline } from '../../executions/domain/time-out-execution.js';
-import { type CheckpointStore, CheckpointThrottle, type RunningSubscription, startCheckpointedSubscription } from '../../postgres/checkpoint-store.js';
+import {
+  type CheckpointStore,
+  CheckpointThrottle,
+  type RunningSubscription,
+  startCheckpointedSubscription,
+} from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import type { DeadlineTable, DueDeadline } from '../infrastructure/deadline-table.js';
 import { planDeadlines } from './deadline-plan.js';
@@ -59,7 +64,16 @@ export class Watchdog {
     private readonly deps: WatchdogDeps,
     options: WatchdogOptions = {},
   ) {
-    this.options = { name: 'watchdog', batchSize: 500, gatherMs: 100, tickMs: 250, dueBatchSize: 100, concurrency: 8, backoff: { initialMs: 1_000, maxMs: 60_000 }, ...options };
+    this.options = {
+      name: 'watchdog',
+      batchSize: 500,
+      gatherMs: 100,
+      tickMs: 250,
+      dueBatchSize: 100,
+      concurrency: 8,
+      backoff: { initialMs: 1_000, maxMs: 60_000 },
+      ...options,
+    };
   }
 
   start(): void {
@@ -90,7 +104,10 @@ export class Watchdog {
 
   /** Applies one batch of execution events to the deadlines, with the checkpoint, in one transaction. */
   async track(batch: readonly RecordedEvent[]): Promise<void> {
-    const events = batch.map((recorded) => ({ executionId: recorded.streamId.slice('execution-'.length), event: parseExecutionEvent(recorded) }));
+    const events = batch.map((recorded) => ({
+      executionId: recorded.streamId.slice('execution-'.length),
+      event: parseExecutionEvent(recorded),
+    }));
     // A redrive starts a new run whose deadline depends on the workflow: read it from the
     // stream, outside the transaction (in embedded mode both share one PGlite connection).
     const runDeadlines = new Map<string, number | null>();
@@ -104,9 +121,12 @@ export class Watchdog {
     if (last === undefined) return;
     if (!this.throttle.shouldSave(plan.upserts.length + plan.removals.length > 0, last.position)) return;
     // Deadlines and checkpoint are derived from the log: a crash may lose both, never one.
-    await this.deps.sql.transaction(async (tx) => {
-      await Promise.all([this.deps.deadlines.apply(plan, tx), this.deps.checkpoints.save(this.options.name, last.position, tx)]);
-    }, { asynchronousCommit: true });
+    await this.deps.sql.transaction(
+      async (tx) => {
+        await Promise.all([this.deps.deadlines.apply(plan, tx), this.deps.checkpoints.save(this.options.name, last.position, tx)]);
+      },
+      { asynchronousCommit: true },
+    );
   }
 
   /** Fires every deadline due now (bounded batches); returns how many were fired. */
@@ -122,13 +142,18 @@ export class Watchdog {
     const metadata = { now: this.deps.clock.now(), actor: 'watchdog' };
     const command: ExecutionCommand =
       deadline.kind === 'attempt'
-        ? { type: 'TimeOutAttempt', data: { attemptId: deadline.attemptId!, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() }, metadata }
+        ? {
+            type: 'TimeOutAttempt',
+            data: { attemptId: deadline.attemptId!, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() },
+            metadata,
+          }
         : { type: 'TimeOutExecution', data: {}, metadata };
     try {
       // Promise 4 (docs/architecture.md), its watchdog half: an attempt nobody claimed by its queue deadline, or whose
       // lease ran out, times out by command; the decider refuses if a heartbeat moved the lease.
       const outcome = await this.deps.executions.handle(deadline.executionId, command);
-      if (outcome.appended) this.deps.logger.info('deadline passed', { executionId: deadline.executionId, kind: deadline.kind, attemptId: deadline.attemptId });
+      if (outcome.appended)
+        this.deps.logger.info('deadline passed', { executionId: deadline.executionId, kind: deadline.kind, attemptId: deadline.attemptId });
       await this.deps.deadlines.remove(deadline);
     } catch (error) {
       const notDueUntil = error instanceof InvalidStateError ? error.details?.['deadline'] : undefined;
@@ -137,7 +162,12 @@ export class Watchdog {
       if (error instanceof StaleAttemptError || error instanceof NotFoundError) return this.deps.deadlines.remove(deadline);
       const { initialMs, maxMs } = this.options.backoff;
       const delayMs = Math.min(maxMs, initialMs * 2 ** deadline.failures);
-      this.deps.logger.warn('firing a deadline failed; backing off', { err: error, executionId: deadline.executionId, kind: deadline.kind, retryInMs: delayMs });
+      this.deps.logger.warn('firing a deadline failed; backing off', {
+        err: error,
+        executionId: deadline.executionId,
+        kind: deadline.kind,
+        retryInMs: delayMs,
+      });
       await this.deps.deadlines.backOff(deadline, this.deps.clock.now().getTime() + delayMs);
     }
   }

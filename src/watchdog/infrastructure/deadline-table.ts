@@ -86,12 +86,18 @@ export class DeadlineTable {
 
   /** Not due after all (a heartbeat won, a redrive moved it): wait until the deadline the decider named. */
   async defer(fired: DueDeadline, untilMs: number): Promise<void> {
-    await this.sql.query(`update watchdog_deadlines set due_ms = greatest(due_ms, $5), failures = 0 where ${SAME_DEADLINE}`, [...identity(fired), untilMs]);
+    await this.sql.query(`update watchdog_deadlines set due_ms = greatest(due_ms, $5), failures = 0 where ${SAME_DEADLINE}`, [
+      ...identity(fired),
+      untilMs,
+    ]);
   }
 
   /** Firing failed: try again later, later each time. */
   async backOff(fired: DueDeadline, untilMs: number): Promise<void> {
-    await this.sql.query(`update watchdog_deadlines set due_ms = $5, failures = failures + 1 where ${SAME_DEADLINE}`, [...identity(fired), untilMs]);
+    await this.sql.query(`update watchdog_deadlines set due_ms = $5, failures = failures + 1 where ${SAME_DEADLINE}`, [
+      ...identity(fired),
+      untilMs,
+    ]);
   }
 }
 

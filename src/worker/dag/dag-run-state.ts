@@ -46,7 +46,10 @@ export class DagRunState {
 
   /** Undecided nodes whose predecessors are all final already (roots, or behind reused nodes). */
   initiallyUnblocked(): string[] {
-    return [...this.waitingOn].filter(([, count]) => count === 0).map(([id]) => id).sort(this.byRank);
+    return [...this.waitingOn]
+      .filter(([, count]) => count === 0)
+      .map(([id]) => id)
+      .sort(this.byRank);
   }
 
   decide(id: string): TriggerDecision {

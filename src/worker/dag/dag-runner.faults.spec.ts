@@ -24,7 +24,10 @@ function failTimes(times: number, error: () => Error) {
 describe('runDag: node retries', () => {
   it('retries with exponential backoff and jitter, reporting only the final outcome', async () => {
     const nodes = new ScriptedNodes();
-    nodes.script('A', failTimes(2, () => new NodeError('flaky', 'try again', true)));
+    nodes.script(
+      'A',
+      failTimes(2, () => new NodeError('flaky', 'try again', true)),
+    );
     const sleeps: number[] = [];
     const { result, events } = startRun({
       graph: graphOf([{ id: 'A', type: 'noop', retry: retry({ maxAttempts: 3 }) }]),
@@ -47,7 +50,10 @@ describe('runDag: node retries', () => {
 
   it('reports one node_failed after the last try', async () => {
     const nodes = new ScriptedNodes();
-    nodes.script('A', failTimes(9, () => new NodeError('flaky', 'still down', true)));
+    nodes.script(
+      'A',
+      failTimes(9, () => new NodeError('flaky', 'still down', true)),
+    );
     const { result, events } = startRun({
       graph: graphOf([{ id: 'A', type: 'noop', retry: retry({ maxAttempts: 3 }) }]),
       executeNode: nodes.execute,
@@ -63,7 +69,10 @@ describe('runDag: node retries', () => {
     ['an error marked retryable: false', new NodeError('flaky', 'no', false)],
   ])('does not retry %s', async (_what, error) => {
     const nodes = new ScriptedNodes();
-    nodes.script('A', failTimes(9, () => error));
+    nodes.script(
+      'A',
+      failTimes(9, () => error),
+    );
     const { result } = startRun({
       graph: graphOf([{ id: 'A', type: 'noop', retry: retry({ maxAttempts: 5, nonRetryable: ['bad_input'] }) }]),
       executeNode: nodes.execute,
@@ -95,9 +104,7 @@ describe('runDag: a failing report (promise 6)', () => {
     const nodes = new ScriptedNodes();
     const { report } = recordingReport((event) => event.kind === 'node_started');
 
-    await expect(startRun({ graph: graphOf(['A']), executeNode: nodes.execute, report }).result).rejects.toBeInstanceOf(
-      DagReportError,
-    );
+    await expect(startRun({ graph: graphOf(['A']), executeNode: nodes.execute, report }).result).rejects.toBeInstanceOf(DagReportError);
     expect(nodes.calls).toHaveLength(0);
   });
 
@@ -144,8 +151,13 @@ describe('runDag: cancellation (promise 7)', () => {
       return abortableSleep(ms, signal);
     };
     const nodes = new ScriptedNodes();
-    nodes.script('A', failTimes(9, () => new NodeError('flaky', 'down', true)));
-    const graph = graphOf([{ id: 'A', type: 'noop', retry: retry({ maxAttempts: 5, initialIntervalMs: 3_600_000, maxIntervalMs: 3_600_000 }) }]);
+    nodes.script(
+      'A',
+      failTimes(9, () => new NodeError('flaky', 'down', true)),
+    );
+    const graph = graphOf([
+      { id: 'A', type: 'noop', retry: retry({ maxAttempts: 5, initialIntervalMs: 3_600_000, maxIntervalMs: 3_600_000 }) },
+    ]);
     const { result, events, controller } = startRun({ graph, executeNode: nodes.execute, sleep });
 
     await backingOff.promise;

@@ -19,15 +19,8 @@ describe('runDag: joins (promise 5)', () => {
       const outcome = await result;
 
       expect(outcome.outcome).toBe('succeeded');
-      expect(eventTrace(events)).toEqual([
-        'started:A',
-        'succeeded:A',
-        'started:B',
-        'succeeded:B',
-        'started:D',
-        'succeeded:D',
-      ]);
-      expect(nodes.callsOf('D')[0]!.input).toEqual({ input: { order: 7 }, nodes: { A: { by: 'A' }, B: { total: 42 } } });
+      expect(eventTrace(events)).toEqual(['started:A', 'succeeded:A', 'started:B', 'succeeded:B', 'started:D', 'succeeded:D']);
+      expect(nodes.callsOf('D')[0].input).toEqual({ input: { order: 7 }, nodes: { A: { by: 'A' }, B: { total: 42 } } });
     });
   });
 
@@ -48,7 +41,7 @@ describe('runDag: joins (promise 5)', () => {
       const outcome = await result;
 
       expect(outcome.outcome).toBe('succeeded');
-      expect(Object.keys(nodes.callsOf('D')[0]!.input.nodes).sort()).toEqual(['A', 'B3', 'C']);
+      expect(Object.keys(nodes.callsOf('D')[0].input.nodes).sort()).toEqual(['A', 'B3', 'C']);
       expect(outcome.output).toEqual({ D: { by: 'D' } });
     });
   });
@@ -68,7 +61,7 @@ describe('runDag: joins (promise 5)', () => {
       const outcome = await result;
 
       expect(eventTrace(events)).toEqual(['started:A', 'succeeded:A', 'started:B', 'failed:B', 'started:D', 'succeeded:D']);
-      expect(nodes.callsOf('D')[0]!.input.nodes).toEqual({ A: { by: 'A' } });
+      expect(nodes.callsOf('D')[0].input.nodes).toEqual({ A: { by: 'A' } });
       expect(outcome.outcome).toBe('failed');
     });
   });
@@ -106,9 +99,7 @@ describe('runDag: joins (promise 5)', () => {
 
     it('refuses a concurrency below 1', async () => {
       const nodes = new ScriptedNodes();
-      await expect(start({ graph: graphOf(['A']), executeNode: nodes.execute, concurrency: 0 }).result).rejects.toThrow(
-        RangeError,
-      );
+      await expect(start({ graph: graphOf(['A']), executeNode: nodes.execute, concurrency: 0 }).result).rejects.toThrow(RangeError);
     });
   });
 });

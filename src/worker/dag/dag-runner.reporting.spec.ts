@@ -85,7 +85,7 @@ describe('runDag: holding the events of pure and skipped nodes', () => {
   /** One ordered record of what was held and what was reported. */
   function holdAndReport() {
     const log: string[] = [];
-    const trace = (event: DagEvent) => eventTrace([event])[0]!;
+    const trace = (event: DagEvent) => eventTrace([event])[0];
     return {
       log,
       hold: (event: DagEvent) => void log.push(`held ${trace(event)}`),
@@ -96,14 +96,23 @@ describe('runDag: holding the events of pure and skipped nodes', () => {
   it('holds every event of a graph of pure nodes and reports none', async () => {
     const nodes = new ScriptedNodes();
     const channel = holdAndReport();
-    const { result } = startRun({ graph: graphOf(['A', 'B', 'C', 'D'], 'A>B', 'A>C', 'B>D', 'C>D'), executeNode: nodes.execute, isPure: pure(['A', 'B', 'C', 'D']), ...channel });
+    const { result } = startRun({
+      graph: graphOf(['A', 'B', 'C', 'D'], 'A>B', 'A>C', 'B>D', 'C>D'),
+      executeNode: nodes.execute,
+      isPure: pure(['A', 'B', 'C', 'D']),
+      ...channel,
+    });
 
     await expect(result).resolves.toMatchObject({ outcome: 'succeeded' });
     expect(channel.log).toEqual([
-      'held started:A', 'held succeeded:A',
-      'held started:B', 'held succeeded:B',
-      'held started:C', 'held succeeded:C',
-      'held started:D', 'held succeeded:D',
+      'held started:A',
+      'held succeeded:A',
+      'held started:B',
+      'held succeeded:B',
+      'held started:C',
+      'held succeeded:C',
+      'held started:D',
+      'held succeeded:D',
     ]);
   });
 

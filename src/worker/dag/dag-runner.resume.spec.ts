@@ -18,7 +18,7 @@ describe('runDag: durable resume', () => {
 
       expect(nodes.calls.map((ctx) => ctx.nodeId)).toEqual(['C']);
       expect(eventTrace(events)).toEqual(['started:C', 'succeeded:C']);
-      expect(nodes.callsOf('C')[0]!.input.nodes).toEqual({ B: { y: 2 } });
+      expect(nodes.callsOf('C')[0].input.nodes).toEqual({ B: { y: 2 } });
       expect(outcome.nodes['B']).toEqual({ status: 'succeeded', output: { y: 2 }, reused: true, tries: 0 });
     });
 
@@ -37,12 +37,7 @@ describe('runDag: durable resume', () => {
   });
 
   describe('when an approval node becomes runnable', () => {
-    const graph = graphOf(
-      ['A', { id: 'P', type: 'approval', config: { action: { pay: 5 } } }, 'C', 'X'],
-      'A>P',
-      'P>C',
-      'A>X',
-    );
+    const graph = graphOf(['A', { id: 'P', type: 'approval', config: { action: { pay: 5 } } }, 'C', 'X'], 'A>P', 'P>C', 'A>X');
 
     it('suspends there: the approval is not executed, nodes behind it wait, other branches run', async () => {
       const nodes = new ScriptedNodes();
@@ -63,7 +58,7 @@ describe('runDag: durable resume', () => {
       });
       expect(nodes.calls.map((ctx) => ctx.nodeId).sort()).toEqual(['A', 'X']);
       expect(eventTrace(events)).not.toContain('started:P');
-      expect(outcome.nodes['P']!.status).toBe('awaiting_approval');
+      expect(outcome.nodes['P'].status).toBe('awaiting_approval');
       expect(outcome.nodes['C']).toEqual({ status: 'pending' });
     });
 
@@ -81,7 +76,7 @@ describe('runDag: durable resume', () => {
       });
 
       expect(await result).toMatchObject({ outcome: 'succeeded' });
-      expect(nodes.callsOf('C')[0]!.input.nodes).toEqual({ P: { decision: 'approve' } });
+      expect(nodes.callsOf('C')[0].input.nodes).toEqual({ P: { decision: 'approve' } });
     });
 
     it('fails rather than suspends when another node failed', async () => {

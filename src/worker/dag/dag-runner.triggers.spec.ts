@@ -17,7 +17,7 @@ describe('runDag: trigger rules and skips', () => {
 
       expect(outcome).toMatchObject({ outcome: 'succeeded', output: { B: { by: 'B' }, C: { by: 'C' } } });
       expect(eventTrace(events)).toEqual(['started:A', 'succeeded:A', 'started:B', 'started:C', 'succeeded:B', 'succeeded:C']);
-      expect(nodes.callsOf('B')[0]!.idempotencyKey).toBe('exec-1:B');
+      expect(nodes.callsOf('B')[0].idempotencyKey).toBe('exec-1:B');
     });
   });
 
@@ -62,8 +62,8 @@ describe('runDag: trigger rules and skips', () => {
 
       await result;
 
-      expect(nodes.callsOf('D')[0]!.input.nodes).toEqual({});
-      expect(nodes.callsOf('E')[0]!.input.nodes).toEqual({ S: { by: 'S' } });
+      expect(nodes.callsOf('D')[0].input.nodes).toEqual({});
+      expect(nodes.callsOf('E')[0].input.nodes).toEqual({ S: { by: 'S' } });
       expect(events).toContainEqual({ kind: 'node_skipped', nodeId: 'F', reason: 'one_success: no predecessor succeeded' });
     });
 

@@ -55,9 +55,7 @@ export async function runDag(options: RunDagOptions): Promise<DagResult> {
   return new DagRun(options, concurrency).execute();
 }
 
-type Settlement =
-  | { readonly nodeId: string; readonly outcome: TriesOutcome }
-  | { readonly nodeId: string; readonly crash: unknown };
+type Settlement = { readonly nodeId: string; readonly outcome: TriesOutcome } | { readonly nodeId: string; readonly crash: unknown };
 
 class DagRun {
   private readonly state: DagRunState;
@@ -159,11 +157,14 @@ class DagRun {
         this.state.record(nodeId, outcome);
         return;
       case 'succeeded':
-        await this.finish({ status: 'succeeded', output: outcome.output, reused: false, tries: outcome.tries }, {
-          kind: 'node_succeeded',
-          nodeId,
-          output: outcome.output,
-        });
+        await this.finish(
+          { status: 'succeeded', output: outcome.output, reused: false, tries: outcome.tries },
+          {
+            kind: 'node_succeeded',
+            nodeId,
+            output: outcome.output,
+          },
+        );
         return;
       case 'failed':
         this.firstFailure ??= { nodeId, error: outcome.error };

@@ -25,11 +25,7 @@ export interface TryNodeOptions {
  * between tries, no retry for `nonRetryable` codes or `retryable: false`. Once the signal is
  * aborted, whatever the node threw counts as cancellation, not as a node failure.
  */
-export async function tryNode(
-  node: WorkflowNode,
-  context: Omit<NodeContext, 'tryNumber'>,
-  options: TryNodeOptions,
-): Promise<TriesOutcome> {
+export async function tryNode(node: WorkflowNode, context: Omit<NodeContext, 'tryNumber'>, options: TryNodeOptions): Promise<TriesOutcome> {
   const { signal } = context;
   for (let tryNumber = 1; ; tryNumber++) {
     if (signal.aborted) return { status: 'cancelled', tries: tryNumber - 1 };

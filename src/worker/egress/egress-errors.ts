@@ -1,9 +1,5 @@
 /** Stable codes of the egress guard's refusals and failures; the http node reports them as is. */
-export type EgressErrorCode =
-  | 'egress_denied'
-  | 'egress_dns_failed'
-  | 'egress_too_many_redirects'
-  | 'egress_response_too_large';
+export type EgressErrorCode = 'egress_denied' | 'egress_dns_failed' | 'egress_too_many_redirects' | 'egress_response_too_large';
 
 export class EgressError extends Error {
   constructor(

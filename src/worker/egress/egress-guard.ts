@@ -64,7 +64,10 @@ export function createEgressGuard(options: EgressGuardOptions = {}): EgressGuard
     const url = parseUrl(input);
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     const addresses = await resolveOnce(resolve, hostname);
-    const verdict = policy.check(hostname, addresses.map((a) => a.address));
+    const verdict = policy.check(
+      hostname,
+      addresses.map((a) => a.address),
+    );
     if (!verdict.allowed) {
       throw new EgressDeniedError(
         `egress to ${url.host} refused: it resolves to ${verdict.address} (${verdict.addressClass})`,

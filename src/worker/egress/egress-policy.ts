@@ -15,8 +15,7 @@ export interface EgressAllowlist {
 }
 
 export type EgressVerdict =
-  | { readonly allowed: true }
-  | { readonly allowed: false; readonly address: string; readonly addressClass: AddressClass };
+  { readonly allowed: true } | { readonly allowed: false; readonly address: string; readonly addressClass: AddressClass };
 
 const NEVER_BY_HOST_NAME: ReadonlySet<AddressClass> = new Set(['metadata', 'unspecified', 'invalid']);
 

@@ -16,7 +16,7 @@ export interface Cidr {
 export function parseIp(text: string): IpAddress | null {
   const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
   if (isIPv4(bare)) return { family: 4, bytes: Uint8Array.from(bare.split('.').map(Number)) };
-  const withoutZone = bare.split('%')[0]!;
+  const withoutZone = bare.split('%')[0];
   if (isIPv6(withoutZone)) return { family: 6, bytes: parseIPv6(withoutZone) };
   return null;
 }
@@ -32,7 +32,7 @@ function parseIPv6(text: string): Uint8Array {
   }
   const groups = (part: string) => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
   const [head, tail] = hex.includes('::') ? hex.split('::') : [hex, undefined];
-  const left = groups(head!);
+  const left = groups(head);
   const right = tail === undefined ? [] : groups(tail);
   const all = [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
   const bytes = new Uint8Array(16);
@@ -62,7 +62,7 @@ export function cidrContains(cidr: Cidr, ip: IpAddress): boolean {
   const bits = cidr.prefix % 8;
   if (bits === 0) return true;
   const mask = (0xff << (8 - bits)) & 0xff;
-  return (cidr.bytes[whole]! & mask) === (ip.bytes[whole]! & mask);
+  return (cidr.bytes[whole] & mask) === (ip.bytes[whole] & mask);
 }
 
 /** The IPv4 address an IPv6 address embeds at byte `offset` (mapped, NAT64, 6to4 forms). */
@@ -73,6 +73,6 @@ export function embeddedIPv4(ip: IpAddress, offset: number): IpAddress {
 export function formatIp(ip: IpAddress): string {
   if (ip.family === 4) return [...ip.bytes].join('.');
   const groups: string[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(((ip.bytes[i]! << 8) | ip.bytes[i + 1]!).toString(16));
+  for (let i = 0; i < 16; i += 2) groups.push(((ip.bytes[i] << 8) | ip.bytes[i + 1]).toString(16));
   return groups.join(':');
 }

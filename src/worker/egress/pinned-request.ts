@@ -82,8 +82,12 @@ function pinnedLookup(target: CheckedTarget): LookupFunction {
       callback(error, '');
       return;
     }
-    if (options.all) callback(null, candidates.map((a): LookupAddress => ({ address: a.address, family: a.family })));
-    else callback(null, candidates[0]!.address, candidates[0]!.family);
+    if (options.all)
+      callback(
+        null,
+        candidates.map((a): LookupAddress => ({ address: a.address, family: a.family })),
+      );
+    else callback(null, candidates[0].address, candidates[0].family);
   };
 }
 

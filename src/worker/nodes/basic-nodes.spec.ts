@@ -7,7 +7,7 @@ import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from './node-registry.js';
 import { contextFor } from '../../../test/support/worker/nodes/node-context.js';
 
-const nodeOf = (spec: Parameters<typeof graphOf>[0][number]): WorkflowNode => graphOf([spec]).nodes[0]!;
+const nodeOf = (spec: Parameters<typeof graphOf>[0][number]): WorkflowNode => graphOf([spec]).nodes[0];
 
 describe('node registry: noop, delay, fail, approval', () => {
   const slept: number[] = [];
@@ -25,7 +25,10 @@ describe('node registry: noop, delay, fail, approval', () => {
   it('delay stops as soon as the run is aborted', async () => {
     const real = createNodeRegistry({ egress: createEgressGuard() });
     const controller = new AbortController();
-    const waiting = real.execute(nodeOf({ id: 'D', type: 'delay', config: { ms: 3_600_000 } }), contextFor('D', { signal: controller.signal }));
+    const waiting = real.execute(
+      nodeOf({ id: 'D', type: 'delay', config: { ms: 3_600_000 } }),
+      contextFor('D', { signal: controller.signal }),
+    );
     const abortedAt = performance.now();
     controller.abort(new Error('cancelled'));
 

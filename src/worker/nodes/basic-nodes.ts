@@ -15,9 +15,5 @@ export function createDelayNode(sleep: Sleep): NodeExecutor<'delay'> {
 
 /** Fails on purpose with the configured error, to exercise retry policies. */
 export const executeFail: NodeExecutor<'fail'> = async (node) => {
-  throw new NodeError(
-    node.config.code ?? 'node_failed',
-    node.config.message ?? `node ${node.id} failed on purpose`,
-    node.config.retryable,
-  );
+  throw new NodeError(node.config.code ?? 'node_failed', node.config.message ?? `node ${node.id} failed on purpose`, node.config.retryable);
 };

@@ -19,8 +19,7 @@ describe('http node', () => {
   let server: LoopbackServer;
   const http = createHttpNode(createEgressGuard({ allow: { cidrs: ['127.0.0.1/32'] } }));
   const url = (path: string) => `${server.origin}${path}`;
-  const failure = (config: HttpSpec, signal?: AbortSignal) =>
-    http(httpNode(config), contextFor('H', { signal })).catch((e: unknown) => e);
+  const failure = (config: HttpSpec, signal?: AbortSignal) => http(httpNode(config), contextFor('H', { signal })).catch((e: unknown) => e);
 
   beforeAll(async () => {
     server = await startLoopbackServer('127.0.0.1');

@@ -66,5 +66,8 @@ function toJson(result: unknown): unknown {
 
 /** A JavaScript function, or a JSONata lambda (an object carrying its closure). */
 function isFunctionValue(value: unknown): boolean {
-  return typeof value === 'function' || (typeof value === 'object' && value !== null && ('_jsonata_lambda' in value || '_jsonata_function' in value));
+  return (
+    typeof value === 'function' ||
+    (typeof value === 'object' && value !== null && ('_jsonata_lambda' in value || '_jsonata_function' in value))
+  );
 }

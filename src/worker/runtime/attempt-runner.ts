@@ -47,7 +47,12 @@ export class AttemptRunner {
     }
     const controller = new AbortController();
     const keeper = new LeaseKeeper(client, { ...claim, workerId }, controller, log);
-    const publisher = new ResultPublisher(this.options.bus, { executionId: claim.executionId, attemptId: claim.attemptId, workerId, fencingToken: claim.fencingToken });
+    const publisher = new ResultPublisher(this.options.bus, {
+      executionId: claim.executionId,
+      attemptId: claim.attemptId,
+      workerId,
+      fencingToken: claim.fencingToken,
+    });
     keeper.start();
     let published = false;
     try {
@@ -75,11 +80,13 @@ export class AttemptRunner {
           published = true;
           return 'failed';
         case 'suspended': {
-          const approval = result.approvals[0]!;
+          const approval = result.approvals[0];
           await publisher.publish({
             kind: 'attempt_suspended',
             nodeId: approval.nodeId,
-            output: { action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs } },
+            output: {
+              action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs },
+            },
           });
           published = true;
           return 'suspended';
@@ -107,7 +114,11 @@ export class AttemptRunner {
   }
 
   private async failVisibly(claim: ClaimReply, publisher: ResultPublisher, cause: unknown, log: Logger): Promise<AttemptEnd> {
-    const error = { code: 'result_publish_failed', message: `a result could not be published: ${String(cause)}`.slice(0, 1000), retryable: true };
+    const error = {
+      code: 'result_publish_failed',
+      message: `a result could not be published: ${String(cause)}`.slice(0, 1000),
+      retryable: true,
+    };
     log.error('attempt failed: results could not be published', { error: String(cause) });
     try {
       await publisher.publish({ kind: 'attempt_failed', error });

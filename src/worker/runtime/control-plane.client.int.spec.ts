@@ -33,8 +33,15 @@ describe('ControlPlaneClient', () => {
     answers.set('/a-1/heartbeat', json(200, { leaseExpiresAt: '2031-01-01T00:00:30.000Z', cancelRequested: true }));
     const client = new ControlPlaneClient(baseUrl, 'secret');
     try {
-      await expect(client.heartbeat('e-1', 'a-1', 'w-1', 4)).resolves.toEqual({ leaseExpiresAt: '2031-01-01T00:00:30.000Z', cancelRequested: true });
-      expect(received.at(-1)).toEqual({ path: '/v1/executions/e-1/attempts/a-1/heartbeat', authorization: 'Bearer secret', body: { workerId: 'w-1', fencingToken: 4 } });
+      await expect(client.heartbeat('e-1', 'a-1', 'w-1', 4)).resolves.toEqual({
+        leaseExpiresAt: '2031-01-01T00:00:30.000Z',
+        cancelRequested: true,
+      });
+      expect(received.at(-1)).toEqual({
+        path: '/v1/executions/e-1/attempts/a-1/heartbeat',
+        authorization: 'Bearer secret',
+        body: { workerId: 'w-1', fencingToken: 4 },
+      });
     } finally {
       client.close();
     }
@@ -42,12 +49,24 @@ describe('ControlPlaneClient', () => {
 
   describe('a won claim', () => {
     const reply = (digest: string, graph: unknown) => ({
-      executionId: 'e-1', workspaceId: 'ws', attemptId: 'a-1', attemptNumber: 1, fencingToken: 3,
-      leaseExpiresAt: '2031-01-01T00:00:30.000Z', heartbeatIntervalMs: 10_000,
+      executionId: 'e-1',
+      workspaceId: 'ws',
+      attemptId: 'a-1',
+      attemptNumber: 1,
+      fencingToken: 3,
+      leaseExpiresAt: '2031-01-01T00:00:30.000Z',
+      heartbeatIntervalMs: 10_000,
       workflow: { workflowId: 'wf-1', name: 'flow', revision: 1, digest, graph },
-      input: { n: 1 }, completedNodes: {},
+      input: { n: 1 },
+      completedNodes: {},
     });
-    const graph = { nodes: [{ id: 'a', type: 'noop' }, { id: 'b', type: 'noop' }], edges: [{ from: 'a', to: 'b' }] };
+    const graph = {
+      nodes: [
+        { id: 'a', type: 'noop' },
+        { id: 'b', type: 'noop' },
+      ],
+      edges: [{ from: 'a', to: 'b' }],
+    };
 
     it('returns the reply with its graph checked (defaults filled in), and refuses a graph that is not one', async () => {
       answers.set('/c-1/claim', json(200, reply('digest-1', graph)));
@@ -118,7 +137,10 @@ describe('ControlPlaneClient', () => {
     try {
       const before = received.length;
       for (let i = 0; i < 3; i += 1) {
-        await expect(client.heartbeat('e-1', 'a-8', 'w-1', 1)).resolves.toEqual({ leaseExpiresAt: '2031-01-01T00:00:30.000Z', cancelRequested: false });
+        await expect(client.heartbeat('e-1', 'a-8', 'w-1', 1)).resolves.toEqual({
+          leaseExpiresAt: '2031-01-01T00:00:30.000Z',
+          cancelRequested: false,
+        });
       }
       // Three heartbeats answered; each after the first was sent twice (once on the dropped connection).
       expect(received.length - before).toBe(5);

@@ -12,7 +12,13 @@ export const claimReplySchema = z.object({
   fencingToken: z.number().int(),
   leaseExpiresAt: z.string(),
   heartbeatIntervalMs: z.number().int().min(1),
-  workflow: z.object({ workflowId: z.string(), name: z.string(), revision: z.number().int(), digest: z.string(), graph: workflowGraphSchema }),
+  workflow: z.object({
+    workflowId: z.string(),
+    name: z.string(),
+    revision: z.number().int(),
+    digest: z.string(),
+    graph: workflowGraphSchema,
+  }),
   input: z.record(z.string(), z.unknown()),
   completedNodes: z.record(z.string(), z.unknown()),
 });
@@ -80,7 +86,9 @@ export class ControlPlaneClient {
   }
 
   async heartbeat(executionId: string, attemptId: string, workerId: string, fencingToken: number): Promise<HeartbeatReply> {
-    return heartbeatReplySchema.parse(await this.post(`/v1/executions/${executionId}/attempts/${attemptId}/heartbeat`, { workerId, fencingToken }));
+    return heartbeatReplySchema.parse(
+      await this.post(`/v1/executions/${executionId}/attempts/${attemptId}/heartbeat`, { workerId, fencingToken }),
+    );
   }
 
   /** The fallback path when results cannot be published: report the failure synchronously. */

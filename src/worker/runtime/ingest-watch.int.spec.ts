@@ -116,7 +116,8 @@ describe('IngestWatch', () => {
         publish: (topic, messages) => bus.publish(topic, messages),
         consume: (options) => bus.consume(options),
         endOffsets: (topic) => (down ? Promise.reject(new Error('broker down (injected)')) : bus.endOffsets(topic)),
-        committedOffsets: (groupId, topic) => (down ? Promise.reject(new Error('broker down (injected)')) : bus.committedOffsets(groupId, topic)),
+        committedOffsets: (groupId, topic) =>
+          down ? Promise.reject(new Error('broker down (injected)')) : bus.committedOffsets(groupId, topic),
         ensureTopics: (topics) => bus.ensureTopics(topics),
         close: () => bus.close(),
       };
@@ -164,7 +165,9 @@ describe('a lingering LeaseKeeper', () => {
       req.resume();
       req.on('end', () => {
         heartbeats++;
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(), cancelRequested: false }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(), cancelRequested: false }));
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -180,7 +183,14 @@ describe('a lingering LeaseKeeper', () => {
   afterEach(() => bus.close());
 
   function keeperFor(client: ControlPlaneClient): LeaseKeeper {
-    const claim = { executionId: 'e-1', attemptId: 'a-1', workerId: 'w-1', fencingToken: 1, leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(), heartbeatIntervalMs: 20 };
+    const claim = {
+      executionId: 'e-1',
+      attemptId: 'a-1',
+      workerId: 'w-1',
+      fencingToken: 1,
+      leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(),
+      heartbeatIntervalMs: 20,
+    };
     return new LeaseKeeper(client, claim, new AbortController(), log);
   }
 

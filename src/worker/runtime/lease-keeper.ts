@@ -21,7 +21,14 @@ export class LeaseKeeper {
 
   constructor(
     private readonly client: ControlPlaneClient,
-    private readonly claim: { executionId: string; attemptId: string; workerId: string; fencingToken: number; leaseExpiresAt: string; heartbeatIntervalMs: number },
+    private readonly claim: {
+      executionId: string;
+      attemptId: string;
+      workerId: string;
+      fencingToken: number;
+      leaseExpiresAt: string;
+      heartbeatIntervalMs: number;
+    },
     private readonly controller: AbortController,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,

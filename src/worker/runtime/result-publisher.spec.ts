@@ -31,7 +31,7 @@ function scriptedBus() {
   /** The publish call number `n` (from 0), once it was made. */
   const call = async (n: number): Promise<PublishCall> => {
     while (calls.length <= n) await arrived.promise;
-    return calls[n]!;
+    return calls[n];
   };
   const kinds = (call: PublishCall) => call.messages.map((m) => (m.nodeId === undefined ? m.kind : `${m.kind}:${m.nodeId}`));
   return { bus, calls, call, kinds };
@@ -52,9 +52,9 @@ describe('ResultPublisher', () => {
     const done = publisher.publish({ kind: 'attempt_succeeded', output: {} });
     await flushEventLoop();
     expect(calls.map(kinds)).toEqual([['node_started:A', 'node_succeeded:A', 'attempt_succeeded']]);
-    expect(calls[0]!.topic).toBe('flostra.results.v1');
-    expect(calls[0]!.messages.map((m) => m.sequence)).toEqual([0, 1, 2]);
-    calls[0]!.ack.resolve();
+    expect(calls[0].topic).toBe('flostra.results.v1');
+    expect(calls[0].messages.map((m) => m.sequence)).toEqual([0, 1, 2]);
+    calls[0].ack.resolve();
     await done;
   });
 
@@ -79,7 +79,7 @@ describe('ResultPublisher', () => {
 
     flush.ack.resolve();
     expect(kinds(await call(1))).toEqual(['node_started:X']);
-    calls[1]!.ack.resolve();
+    calls[1].ack.resolve();
     await started;
   });
 
@@ -99,7 +99,7 @@ describe('ResultPublisher', () => {
     // The attempt then reports its failure: that one goes out, without B's start held behind A.
     const failed = publisher.publish({ kind: 'attempt_failed', error: { code: 'result_publish_failed', message: 'message too large' } });
     expect(kinds(await call(1))).toEqual(['attempt_failed']);
-    calls[1]!.ack.resolve();
+    calls[1].ack.resolve();
     await failed;
   });
 

@@ -80,7 +80,11 @@ export class WorkerService {
       onCrash: (error) => {
         // The failed message was not committed: a fresh consumer gets it again.
         this.options.logger.error('worker consumer stopped; restarting it', { error: String(error) });
-        if (!this.stopping) setTimeout(() => void this.start().catch((e) => this.options.logger.error('worker restart failed', { error: String(e) })), 1_000).unref();
+        if (!this.stopping)
+          setTimeout(
+            () => void this.start().catch((e) => this.options.logger.error('worker restart failed', { error: String(e) })),
+            1_000,
+          ).unref();
       },
     });
   }
@@ -100,7 +104,16 @@ export class WorkerService {
       // Promise 11 (docs/architecture.md): an unreadable dispatch goes to a dead-letter topic with the reason.
       const reason = dispatch ? dispatch.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') : 'not JSON';
       await this.options.bus.publish(DISPATCH_DLQ_TOPIC, [
-        { key: message.key, value: JSON.stringify({ reason: { code: 'validation_failed', message: reason }, original: message.value, topic: message.topic, partition: message.partition, offset: message.offset }) },
+        {
+          key: message.key,
+          value: JSON.stringify({
+            reason: { code: 'validation_failed', message: reason },
+            original: message.value,
+            topic: message.topic,
+            partition: message.partition,
+            offset: message.offset,
+          }),
+        },
       ]);
       return;
     }
@@ -133,7 +146,10 @@ export class WorkerService {
         if (Date.now() >= Date.parse(dispatch.queueDeadline)) {
           // Past the deadline a claim is refused anyway; an attempt that ran but could not report
           // loses its lease and the watchdog retries it. Nothing is lost by moving on.
-          this.options.logger.warn('control plane unreachable past the queue deadline; leaving the attempt to the watchdog', { attemptId, error: String(error) });
+          this.options.logger.warn('control plane unreachable past the queue deadline; leaving the attempt to the watchdog', {
+            attemptId,
+            error: String(error),
+          });
           break;
         }
         await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** attempt)));

@@ -27,7 +27,8 @@ describe('WorkflowQueries', () => {
   let store: PostgresEventStore;
   let publisher: PublishWorkflowHandler;
   const editor: Principal = { subject: 'tester', workspaces: new Map([['ws-a', 'editor']]), global: new Set(), tokenId: 'test' };
-  const publishAs = (name: string, nodes: string[]) => publisher.execute(new PublishWorkflowCommand(editor, 'ws-a', name, parsePublishBody(graph(nodes))));
+  const publishAs = (name: string, nodes: string[]) =>
+    publisher.execute(new PublishWorkflowCommand(editor, 'ws-a', name, parsePublishBody(graph(nodes))));
   const publish = (nodes: string[]) => publishAs('flow', nodes);
 
   beforeAll(async () => {

@@ -5,7 +5,7 @@ const graph = (ids: string, ...pairs: string[]) => ({
   nodes: ids.split(',').map((id) => ({ id })),
   edges: pairs.map((pair) => {
     const [from, to] = pair.split('>');
-    return { from: from!, to: to! };
+    return { from: from, to: to };
   }),
 });
 
@@ -64,6 +64,9 @@ describe('cycle detection', () => {
   });
 
   it('reports one cycle per strongly connected component, in declaration order', () => {
-    expect(findCycles(graph('x,p,q,a,b,c', 'c>a', 'a>b', 'b>c', 'x>p', 'p>q', 'q>p'))).toEqual([['p', 'q'], ['a', 'b', 'c']]);
+    expect(findCycles(graph('x,p,q,a,b,c', 'c>a', 'a>b', 'b>c', 'x>p', 'p>q', 'q>p'))).toEqual([
+      ['p', 'q'],
+      ['a', 'b', 'c'],
+    ]);
   });
 });

@@ -80,7 +80,7 @@ function insertByPosition(ready: string[], id: string, position: ReadonlyMap<str
   let high = ready.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (position.get(ready[middle]!)! < rank) low = middle + 1;
+    if (position.get(ready[middle])! < rank) low = middle + 1;
     else high = middle;
   }
   ready.splice(low, 0, id);
@@ -94,9 +94,9 @@ function insertByPosition(ready: string[], id: string, position: ReadonlyMap<str
 export function findCycles(graph: GraphShape | GraphIndex): string[][] {
   const index = 'roots' in graph ? graph : indexGraph(graph);
   return stronglyConnectedComponents(index)
-    .filter((component) => component.length > 1 || index.successors.get(component[0]!)!.includes(component[0]!))
+    .filter((component) => component.length > 1 || index.successors.get(component[0])!.includes(component[0]))
     .map((component) => shortestCycleThrough(index, new Set(component)))
-    .sort((a, b) => index.nodeIds.indexOf(a[0]!) - index.nodeIds.indexOf(b[0]!));
+    .sort((a, b) => index.nodeIds.indexOf(a[0]) - index.nodeIds.indexOf(b[0]));
 }
 
 /** Tarjan's algorithm, iterative: a 256 KiB body can declare thousands of nodes in a chain. */
@@ -117,10 +117,10 @@ function stronglyConnectedComponents(index: GraphIndex): string[][] {
     visit(root);
     const frames = [{ id: root, next: 0 }];
     while (frames.length > 0) {
-      const frame = frames[frames.length - 1]!;
+      const frame = frames[frames.length - 1];
       const successors = index.successors.get(frame.id)!;
       if (frame.next < successors.length) {
-        const next = successors[frame.next++]!;
+        const next = successors[frame.next++];
         if (!order.has(next)) {
           visit(next);
           frames.push({ id: next, next: 0 });
@@ -152,11 +152,11 @@ function shortestCycleThrough(index: GraphIndex, component: ReadonlySet<string>)
   const cameFrom = new Map<string, string>();
   const queue = [start];
   for (let head = 0; head < queue.length; head++) {
-    const current = queue[head]!;
+    const current = queue[head];
     for (const next of index.successors.get(current)!) {
       if (next === start) {
         const cycle = [current];
-        while (cycle[0] !== start) cycle.unshift(cameFrom.get(cycle[0]!)!);
+        while (cycle[0] !== start) cycle.unshift(cameFrom.get(cycle[0])!);
         return cycle;
       }
       if (!component.has(next) || cameFrom.has(next)) continue;

@@ -21,7 +21,10 @@ export const transformConfigSchema = z.strictObject({
 
 // RFC 9110 token characters; CR/LF in a value would let a graph inject extra headers.
 const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/, 'not a valid header name');
-const headerValue = z.string().max(8192).regex(/^[^\r\n\0]*$/, 'header values cannot contain CR, LF or NUL');
+const headerValue = z
+  .string()
+  .max(8192)
+  .regex(/^[^\r\n\0]*$/, 'header values cannot contain CR, LF or NUL');
 
 export const httpConfigSchema = z.strictObject({
   method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),

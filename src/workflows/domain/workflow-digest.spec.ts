@@ -15,7 +15,11 @@ const written = {
     { id: 'shape', type: 'transform', config: { expression: '$.fetch.items' } },
     { id: 'done', type: 'noop' },
   ],
-  edges: [{ from: 'fetch', to: 'shape' }, { from: 'shape', to: 'done' }, { from: 'fetch', to: 'done' }],
+  edges: [
+    { from: 'fetch', to: 'shape' },
+    { from: 'shape', to: 'done' },
+    { from: 'fetch', to: 'done' },
+  ],
   retry: { maxAttempts: 3 },
 };
 
@@ -27,7 +31,11 @@ describe('the graph digest', () => {
   it('is the same for the same graph written in another order', () => {
     const reordered = {
       retry: { maxAttempts: 3 },
-      edges: [{ to: 'done', from: 'fetch' }, { from: 'shape', to: 'done' }, { from: 'fetch', to: 'shape' }],
+      edges: [
+        { to: 'done', from: 'fetch' },
+        { from: 'shape', to: 'done' },
+        { from: 'fetch', to: 'shape' },
+      ],
       nodes: [
         { type: 'noop', id: 'done' },
         { config: { expression: '$.fetch.items' }, id: 'shape', type: 'transform' },
@@ -43,7 +51,10 @@ describe('the graph digest', () => {
   });
 
   it.each([
-    ['a node config', { ...written, nodes: [{ ...written.nodes[0]!, config: { method: 'POST', url: 'https://x.test/a' } }, ...written.nodes.slice(1)] }],
+    [
+      'a node config',
+      { ...written, nodes: [{ ...written.nodes[0], config: { method: 'POST', url: 'https://x.test/a' } }, ...written.nodes.slice(1)] },
+    ],
     ['an edge', { ...written, edges: written.edges.slice(1) }],
     ['a node', { ...written, nodes: [...written.nodes, { id: 'extra', type: 'noop' }] }],
     ['the retry policy', { ...written, retry: { maxAttempts: 4 } }],
@@ -53,8 +64,20 @@ describe('the graph digest', () => {
   });
 
   it('distinguishes edge a→b from b→a', () => {
-    const ab = graphOf({ nodes: [{ id: 'a', type: 'noop' }, { id: 'b', type: 'noop' }], edges: [{ from: 'a', to: 'b' }] });
-    const ba = graphOf({ nodes: [{ id: 'a', type: 'noop' }, { id: 'b', type: 'noop' }], edges: [{ from: 'b', to: 'a' }] });
+    const ab = graphOf({
+      nodes: [
+        { id: 'a', type: 'noop' },
+        { id: 'b', type: 'noop' },
+      ],
+      edges: [{ from: 'a', to: 'b' }],
+    });
+    const ba = graphOf({
+      nodes: [
+        { id: 'a', type: 'noop' },
+        { id: 'b', type: 'noop' },
+      ],
+      edges: [{ from: 'b', to: 'a' }],
+    });
     expect(workflowGraphDigest(ab)).not.toBe(workflowGraphDigest(ba));
   });
 });

@@ -62,7 +62,7 @@ describe('the publish body', () => {
 
   describe('node ids', () => {
     it.each(['a', 'A-b_9', 'x'.repeat(64)])('accepts %p', (id) => {
-      expect(graphOf(oneNode({ id, type: 'noop' })).nodes[0]!.id).toBe(id);
+      expect(graphOf(oneNode({ id, type: 'noop' })).nodes[0].id).toBe(id);
     });
 
     it.each(['', 'x'.repeat(65), 'a b', 'a.b', 'é', 'a/b'])('rejects %p', (id) => {
@@ -73,7 +73,10 @@ describe('the publish body', () => {
   describe('node types', () => {
     it('rejects an unknown type and lists the known ones', () => {
       const [issue] = issuesOf(oneNode({ id: 'a', type: 'shell', config: { cmd: 'rm -rf /' } }));
-      expect(issue).toEqual({ path: 'nodes[0].type', message: 'unknown node type; expected one of noop, delay, transform, http, approval, fail' });
+      expect(issue).toEqual({
+        path: 'nodes[0].type',
+        message: 'unknown node type; expected one of noop, delay, transform, http, approval, fail',
+      });
     });
 
     it('noop takes no configuration', () => {
@@ -81,8 +84,8 @@ describe('the publish body', () => {
     });
 
     it('delay needs a whole number of milliseconds between 0 and one day', () => {
-      expect(graphOf(oneNode({ id: 'a', type: 'delay', config: { ms: 0 } })).nodes[0]!.config).toEqual({ ms: 0 });
-      expect(graphOf(oneNode({ id: 'a', type: 'delay', config: { ms: 86_400_000 } })).nodes[0]!.config).toEqual({ ms: 86_400_000 });
+      expect(graphOf(oneNode({ id: 'a', type: 'delay', config: { ms: 0 } })).nodes[0].config).toEqual({ ms: 0 });
+      expect(graphOf(oneNode({ id: 'a', type: 'delay', config: { ms: 86_400_000 } })).nodes[0].config).toEqual({ ms: 86_400_000 });
       for (const ms of [-1, 1.5, 86_400_001, '10']) {
         expect(paths(issuesOf(oneNode({ id: 'a', type: 'delay', config: { ms } })))).toEqual(['nodes[0].config.ms']);
       }
@@ -90,7 +93,9 @@ describe('the publish body', () => {
     });
 
     it('transform needs a non-empty expression of at most 4 KiB', () => {
-      expect(graphOf(oneNode({ id: 'a', type: 'transform', config: { expression: '$.a + 1' } })).nodes[0]!.config).toEqual({ expression: '$.a + 1' });
+      expect(graphOf(oneNode({ id: 'a', type: 'transform', config: { expression: '$.a + 1' } })).nodes[0].config).toEqual({
+        expression: '$.a + 1',
+      });
       expect(graphOf(oneNode({ id: 'a', type: 'transform', config: { expression: 'x'.repeat(4096) } })).nodes).toHaveLength(1);
       for (const expression of ['', '   ', 'x'.repeat(4097), 'é'.repeat(2049)]) {
         expect(paths(issuesOf(oneNode({ id: 'a', type: 'transform', config: { expression } })))).toEqual(['nodes[0].config.expression']);
@@ -98,11 +103,13 @@ describe('the publish body', () => {
     });
 
     it('http needs a method and an absolute http(s) URL, and defaults its timeout', () => {
-      const node = graphOf(oneNode({
-        id: 'a',
-        type: 'http',
-        config: { method: 'POST', url: 'https://api.example.com/orders', headers: { 'X-Trace': '1' }, body: { items: [1, null, 'x'] } },
-      })).nodes[0]!;
+      const node = graphOf(
+        oneNode({
+          id: 'a',
+          type: 'http',
+          config: { method: 'POST', url: 'https://api.example.com/orders', headers: { 'X-Trace': '1' }, body: { items: [1, null, 'x'] } },
+        }),
+      ).nodes[0];
       expect(node.config).toEqual({
         method: 'POST',
         url: 'https://api.example.com/orders',
@@ -125,20 +132,20 @@ describe('the publish body', () => {
 
     it('approval describes its action with any JSON and may name approvers', () => {
       const config = { action: { refund: { orderId: 'o-1', amount: 12.5 } }, approvers: ['alice'] };
-      expect(graphOf(oneNode({ id: 'a', type: 'approval', config })).nodes[0]!.config).toEqual(config);
-      expect(graphOf(oneNode({ id: 'a', type: 'approval' })).nodes[0]!.config).toEqual({});
+      expect(graphOf(oneNode({ id: 'a', type: 'approval', config })).nodes[0].config).toEqual(config);
+      expect(graphOf(oneNode({ id: 'a', type: 'approval' })).nodes[0].config).toEqual({});
     });
 
     it('fail is not retryable unless it says so', () => {
-      expect(graphOf(oneNode({ id: 'a', type: 'fail' })).nodes[0]!.config).toEqual({ retryable: false });
+      expect(graphOf(oneNode({ id: 'a', type: 'fail' })).nodes[0].config).toEqual({ retryable: false });
       const config = { code: 'upstream_down', message: 'boom', retryable: true };
-      expect(graphOf(oneNode({ id: 'a', type: 'fail', config })).nodes[0]!.config).toEqual(config);
+      expect(graphOf(oneNode({ id: 'a', type: 'fail', config })).nodes[0].config).toEqual(config);
     });
   });
 
   describe('join triggers', () => {
     it.each(['all_success', 'all_done', 'one_success'])('accepts %p', (trigger) => {
-      expect(graphOf(oneNode({ id: 'a', type: 'noop', trigger })).nodes[0]!.trigger).toBe(trigger);
+      expect(graphOf(oneNode({ id: 'a', type: 'noop', trigger })).nodes[0].trigger).toBe(trigger);
     });
 
     it('rejects anything else', () => {
@@ -148,17 +155,22 @@ describe('the publish body', () => {
 
   describe('retry policies', () => {
     it('bound maxAttempts to 1..100, at node and workflow level', () => {
-      expect(paths(issuesOf({ nodes: [{ id: 'a', type: 'noop', retry: { maxAttempts: 0 } }], retry: { maxAttempts: 101 } })))
-        .toEqual(['nodes[0].retry.maxAttempts', 'retry.maxAttempts']);
+      expect(paths(issuesOf({ nodes: [{ id: 'a', type: 'noop', retry: { maxAttempts: 0 } }], retry: { maxAttempts: 101 } }))).toEqual([
+        'nodes[0].retry.maxAttempts',
+        'retry.maxAttempts',
+      ]);
     });
 
     it('refuse a backoff coefficient below 1', () => {
-      expect(paths(issuesOf({ nodes: [{ id: 'a', type: 'noop' }], retry: { backoffCoefficient: 0.5 } }))).toEqual(['retry.backoffCoefficient']);
+      expect(paths(issuesOf({ nodes: [{ id: 'a', type: 'noop' }], retry: { backoffCoefficient: 0.5 } }))).toEqual([
+        'retry.backoffCoefficient',
+      ]);
     });
 
     it('refuse a maximum interval below the initial one', () => {
-      expect(issuesOf({ nodes: [{ id: 'a', type: 'noop' }], retry: { initialIntervalMs: 5_000, maxIntervalMs: 1_000 } }))
-        .toEqual([{ path: 'retry.maxIntervalMs', message: 'maxIntervalMs must be at least initialIntervalMs' }]);
+      expect(issuesOf({ nodes: [{ id: 'a', type: 'noop' }], retry: { initialIntervalMs: 5_000, maxIntervalMs: 1_000 } })).toEqual([
+        { path: 'retry.maxIntervalMs', message: 'maxIntervalMs must be at least initialIntervalMs' },
+      ]);
     });
   });
 
@@ -168,14 +180,19 @@ describe('the publish body', () => {
     });
 
     it('refuse fractional or non-positive durations', () => {
-      expect(paths(issuesOf({ nodes: [{ id: 'a', type: 'noop' }], timeouts: { queueMs: 1_500.5, executionMs: 0 } })))
-        .toEqual(['timeouts.queueMs', 'timeouts.executionMs']);
+      expect(paths(issuesOf({ nodes: [{ id: 'a', type: 'noop' }], timeouts: { queueMs: 1_500.5, executionMs: 0 } }))).toEqual([
+        'timeouts.queueMs',
+        'timeouts.executionMs',
+      ]);
     });
   });
 
   it('parses a normalized graph to itself, so stored graphs can be validated again on read', () => {
     const graph = graphOf({
-      nodes: [{ id: 'a', type: 'http', config: { method: 'GET', url: 'https://x.test' } }, { id: 'b', type: 'fail' }],
+      nodes: [
+        { id: 'a', type: 'http', config: { method: 'GET', url: 'https://x.test' } },
+        { id: 'b', type: 'fail' },
+      ],
       edges: [{ from: 'a', to: 'b' }],
     });
     expect(graphOf(JSON.parse(JSON.stringify(graph)))).toEqual(graph);

@@ -44,7 +44,12 @@ export const timeoutsSchema = z.strictObject({
   /** Lease granted by a claim or a heartbeat; shorter leases detect dead workers sooner. */
   leaseMs: z.number().int().min(1_000).max(3_600_000).default(30_000),
   /** Wall-clock budget of the whole execution, retries included. */
-  executionMs: z.number().int().min(1_000).max(30 * ONE_DAY_MS).default(ONE_DAY_MS),
+  executionMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(30 * ONE_DAY_MS)
+    .default(ONE_DAY_MS),
 });
 
 /** When a node may run, given its predecessors' final states. */
@@ -72,8 +77,7 @@ export const workflowNodeSchema = z.discriminatedUnion(
     nodeOf('fail', failConfigSchema.prefault({})),
   ],
   {
-    error: (issue) =>
-      issue.code === 'invalid_union' ? `unknown node type; expected one of ${NODE_TYPES.join(', ')}` : undefined,
+    error: (issue) => (issue.code === 'invalid_union' ? `unknown node type; expected one of ${NODE_TYPES.join(', ')}` : undefined),
   },
 );
 

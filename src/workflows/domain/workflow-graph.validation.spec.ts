@@ -4,10 +4,11 @@ import { MAX_EDGES, MAX_GRAPH_BYTES, MAX_NODES, MAX_REPORTED_ISSUES } from './wo
 import { parseWorkflowDefinition, validateGraphStructure } from './workflow-graph.validation.js';
 
 const nodes = (...ids: string[]) => ids.map((id) => ({ id, type: 'noop' }));
-const edges = (...pairs: string[]) => pairs.map((pair) => {
-  const [from, to] = pair.split('>');
-  return { from: from!, to: to! };
-});
+const edges = (...pairs: string[]) =>
+  pairs.map((pair) => {
+    const [from, to] = pair.split('>');
+    return { from: from, to: to };
+  });
 const issuesOf = (body: unknown): ValidationIssue[] => {
   const result = parseWorkflowDefinition(body);
   if (result.ok) throw new Error('expected the graph to be rejected');
@@ -104,10 +105,10 @@ describe('graph validation', () => {
 
     it('reports a long chain without exhausting the stack', () => {
       const ids = Array.from({ length: 20_000 }, (_, i) => ({ id: `n${i}` }));
-      const chain = ids.slice(1).map((node, i) => ({ from: ids[i]!.id, to: node.id }));
+      const chain = ids.slice(1).map((node, i) => ({ from: ids[i].id, to: node.id }));
       const issues = validateGraphStructure({ nodes: ids, edges: [...chain, { from: 'n19999', to: 'n0' }] });
       expect(issues.map((issue) => issue.path)).toEqual(['nodes', 'edges', 'edges']);
-      expect(issues[2]!.message).toMatch(/^cycle: n0 → n1 → .* → n19999 → n0$/);
+      expect(issues[2].message).toMatch(/^cycle: n0 → n1 → .* → n19999 → n0$/);
     });
 
     it(`reports the first ${MAX_REPORTED_ISSUES} issues and counts the rest`, () => {

@@ -51,7 +51,10 @@ export function validateGraphStructure(graph: GraphShape): ValidationIssue[] {
   const firstEdge = new Map<string, number>();
   graph.edges.forEach(({ from, to }, i) => {
     let sound = true;
-    for (const [end, id] of [['from', from], ['to', to]] as const) {
+    for (const [end, id] of [
+      ['from', from],
+      ['to', to],
+    ] as const) {
       if (firstDeclaration.has(id)) continue;
       issues.push({ path: `edges[${i}].${end}`, message: `unknown node "${id}"` });
       sound = false;

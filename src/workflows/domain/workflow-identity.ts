@@ -3,8 +3,7 @@ import { IDENTIFIER_PATTERN, uuidV5 } from '../../core/ids.js';
 
 export { IDENTIFIER_PATTERN };
 
-const identifier = (what: string) =>
-  z.string().regex(IDENTIFIER_PATTERN, `${what} must be 1-64 characters of A-Z, a-z, 0-9, "_" or "-"`);
+const identifier = (what: string) => z.string().regex(IDENTIFIER_PATTERN, `${what} must be 1-64 characters of A-Z, a-z, 0-9, "_" or "-"`);
 
 export const workspaceIdSchema = identifier('a workspace id');
 export const workflowNameSchema = identifier('a workflow name');

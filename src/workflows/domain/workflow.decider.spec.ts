@@ -50,39 +50,63 @@ const earlier = new Date('2029-12-31T00:00:00.000Z');
 describe('publishing a workflow revision', () => {
   describe('when the workflow was never published', () => {
     it('publishes revision 1, by the actor, at the command time', () => {
-      spec.given([]).when(publish(v1)).then([published(1, v1)]);
+      spec
+        .given([])
+        .when(publish(v1))
+        .then([published(1, v1)]);
     });
   });
 
   describe('when the graph equals the latest revision', () => {
     it('publishes nothing', () => {
-      spec.given([published(1, v1, earlier)]).when(publish(v1)).thenNothingHappens();
+      spec
+        .given([published(1, v1, earlier)])
+        .when(publish(v1))
+        .thenNothingHappens();
     });
 
     it('publishes nothing even after several revisions', () => {
-      spec.given([published(1, v1, earlier), published(2, v2, earlier)]).when(publish(v2)).thenNothingHappens();
+      spec
+        .given([published(1, v1, earlier), published(2, v2, earlier)])
+        .when(publish(v2))
+        .thenNothingHappens();
     });
   });
 
   describe('when the graph differs from the latest revision', () => {
     it('publishes the next revision', () => {
-      spec.given([published(1, v1, earlier)]).when(publish(v2)).then([published(2, v2)]);
+      spec
+        .given([published(1, v1, earlier)])
+        .when(publish(v2))
+        .then([published(2, v2)]);
     });
 
     it('publishes a new revision for a graph equal to an older one', () => {
-      spec.given([published(1, v1, earlier), published(2, v2, earlier)]).when(publish(v1)).then([published(3, v1)]);
+      spec
+        .given([published(1, v1, earlier), published(2, v2, earlier)])
+        .when(publish(v1))
+        .then([published(3, v1)]);
     });
   });
 
   describe('when the stream belongs to another workflow', () => {
     it('rejects the command rather than write into it', () => {
       const intruder = workflowIdOf('acme-prod', 'orders');
-      spec.given([published(1, v1, earlier)]).when(publish(v2, { workflowId: intruder })).thenThrows(InvalidStateError);
+      spec
+        .given([published(1, v1, earlier)])
+        .when(publish(v2, { workflowId: intruder }))
+        .thenThrows(InvalidStateError);
     });
 
     it('rejects a command for another workspace or name', () => {
-      spec.given([published(1, v1, earlier)]).when(publish(v2, { workspaceId: 'other' })).thenThrows('invalid_state');
-      spec.given([published(1, v1, earlier)]).when(publish(v2, { name: 'refunds' })).thenThrows('invalid_state');
+      spec
+        .given([published(1, v1, earlier)])
+        .when(publish(v2, { workspaceId: 'other' }))
+        .thenThrows('invalid_state');
+      spec
+        .given([published(1, v1, earlier)])
+        .when(publish(v2, { name: 'refunds' }))
+        .thenThrows('invalid_state');
     });
   });
 });
@@ -93,24 +117,30 @@ describe('the workflow state', () => {
   });
 
   it('records the identity and the first revision once published', () => {
-    spec.given([]).when(publish(v1)).thenState({
-      status: 'published',
-      workflowId,
-      workspaceId: 'acme',
-      name: 'orders',
-      latestRevision: 1,
-      latestDigest: workflowGraphDigest(v1),
-    });
+    spec
+      .given([])
+      .when(publish(v1))
+      .thenState({
+        status: 'published',
+        workflowId,
+        workspaceId: 'acme',
+        name: 'orders',
+        latestRevision: 1,
+        latestDigest: workflowGraphDigest(v1),
+      });
   });
 
   it('tracks the latest revision and its digest', () => {
-    spec.given([published(1, v1, earlier), published(2, v2, earlier)]).when(publish(v1)).thenState({
-      status: 'published',
-      workflowId,
-      workspaceId: 'acme',
-      name: 'orders',
-      latestRevision: 3,
-      latestDigest: workflowGraphDigest(v1),
-    });
+    spec
+      .given([published(1, v1, earlier), published(2, v2, earlier)])
+      .when(publish(v1))
+      .thenState({
+        status: 'published',
+        workflowId,
+        workspaceId: 'acme',
+        name: 'orders',
+        latestRevision: 3,
+        latestDigest: workflowGraphDigest(v1),
+      });
   });
 });

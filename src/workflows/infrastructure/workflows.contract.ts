@@ -23,7 +23,13 @@ export const workflowGraphDocumentation = {
 
 /** What publishing answers: the revision that is now the latest, and where its event is. */
 export const publishedWorkflowSchema = z
-  .strictObject({ workflowId: published.workflowId, name: published.name, revision: published.revision, digest: published.digest, position: positionField })
+  .strictObject({
+    workflowId: published.workflowId,
+    name: published.name,
+    revision: published.revision,
+    digest: published.digest,
+    position: positionField,
+  })
   .meta({ id: 'PublishedWorkflow' });
 
 /** `WorkflowQueries.getRevision`: the revision as published (its event's payload) and where its event is. */

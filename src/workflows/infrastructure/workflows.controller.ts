@@ -36,7 +36,12 @@ export class WorkflowsController {
 
   @ApiRoute(getWorkflowContract)
   @Get()
-  get(@CurrentPrincipal() principal: Principal, @Param('workspaceId') rawWorkspaceId: string, @Param('name') rawName: string, @Query() rawQuery: unknown) {
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('workspaceId') rawWorkspaceId: string,
+    @Param('name') rawName: string,
+    @Query() rawQuery: unknown,
+  ) {
     const workspaceId = parseName(rawWorkspaceId, 'workspaceId');
     const name = parseName(rawName, 'name');
     const { revision } = parseBody(workflowRevisionQuerySchema, rawQuery, 'query');

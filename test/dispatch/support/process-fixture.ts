@@ -40,7 +40,11 @@ export async function openProcessFixture(kind: StoreKind) {
       return { executionId, attemptId };
     },
     async claim(executionId: string, attemptId: string, workerId = 'worker-1') {
-      const outcome = await executions.handle(executionId, { type: 'ClaimAttempt', data: { attemptId, workerId }, metadata: { now: clock.now(), actor: workerId } });
+      const outcome = await executions.handle(executionId, {
+        type: 'ClaimAttempt',
+        data: { attemptId, workerId },
+        metadata: { now: clock.now(), actor: workerId },
+      });
       const claimed = outcome.events.find((e) => e.type === 'AttemptClaimed');
       if (claimed?.type !== 'AttemptClaimed') throw new Error('claim recorded nothing');
       return { attemptId, workerId, fencingToken: claimed.data.fencingToken };

@@ -61,24 +61,42 @@ export async function openProjectionHarness(kind: (typeof HARNESS_KINDS)[number]
     store,
     sql,
     projector(options = {}) {
-      const projector = new Projector({ sql, store, definitions: PROJECTION_DEFINITIONS, signals, logger, options: { reconcileIntervalMs: 50, retryDelayMs: 50, ...options } });
+      const projector = new Projector({
+        sql,
+        store,
+        definitions: PROJECTION_DEFINITIONS,
+        signals,
+        logger,
+        options: { reconcileIntervalMs: 50, retryDelayMs: 50, ...options },
+      });
       projectors.push(projector);
       projector.start();
       return projector;
     },
     async caughtUp(timeoutMs = 60_000) {
-      await eventually(async () => {
-        const head = await store.headPosition();
-        for (const { name } of PROJECTION_DEFINITIONS) {
-          const checkpoint = await liveCheckpoint(sql, name);
-          if (head !== null && (checkpoint === null || checkpoint < head)) return false;
-        }
-        return true;
-      }, { what: 'every read model to apply the log', timeoutMs });
+      await eventually(
+        async () => {
+          const head = await store.headPosition();
+          for (const { name } of PROJECTION_DEFINITIONS) {
+            const checkpoint = await liveCheckpoint(sql, name);
+            if (head !== null && (checkpoint === null || checkpoint < head)) return false;
+          }
+          return true;
+        },
+        { what: 'every read model to apply the log', timeoutMs },
+      );
     },
-    rebuild: (name) => requestRebuild(sql, PROJECTION_DEFINITIONS.find((d) => d.name === name)!, crypto.randomUUID()),
+    rebuild: (name) =>
+      requestRebuild(
+        sql,
+        PROJECTION_DEFINITIONS.find((d) => d.name === name)!,
+        crypto.randomUUID(),
+      ),
     async switched(name, version, timeoutMs = 60_000) {
-      await eventually(async () => (await readCatalog(sql)).get(name)?.liveVersion === version, { what: `${name} v${version} to be live`, timeoutMs });
+      await eventually(async () => (await readCatalog(sql)).get(name)?.liveVersion === version, {
+        what: `${name} v${version} to be live`,
+        timeoutMs,
+      });
     },
     dump,
     expectModelsEqualTheLog: () => expectReadModelsEqualTheLog(store, sql),
@@ -104,7 +122,9 @@ export async function dumpReadModels(sql: SqlQueryable): Promise<Record<string, 
   for (const definition of PROJECTION_DEFINITIONS) {
     for (const relation of definition.relations) {
       const { rows } = await sql.query<Record<string, unknown>>(`select * from read_models.${relation} order by 1`);
-      result[relation] = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])));
+      result[relation] = rows.map((row) =>
+        Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
+      );
     }
   }
   return result;
@@ -117,9 +137,12 @@ export async function expectReadModelsEqualTheLog(store: EventStore, sql: SqlQue
   for (const event of log) streams.set(event.streamId, [...(streams.get(event.streamId) ?? []), event]);
   const owners = new Map<string, string>();
   const expectedExecutions = [...streams].map(([streamId, events]) => {
-    const state = JSON.parse(JSON.stringify(fold(executionDecider, events.map(parseExecutionEvent)))) as { executionId: string; workspaceId: string };
+    const state = JSON.parse(JSON.stringify(fold(executionDecider, events.map(parseExecutionEvent)))) as {
+      executionId: string;
+      workspaceId: string;
+    };
     owners.set(streamId.slice('execution-'.length), state.workspaceId);
-    return { execution_id: state.executionId, state, created_position: events[0]!.position, position: events.at(-1)!.position };
+    return { execution_id: state.executionId, state, created_position: events[0].position, position: events.at(-1)!.position };
   });
   const expectedTimeline = log.map((e) => ({
     position: e.position,
@@ -133,7 +156,12 @@ export async function expectReadModelsEqualTheLog(store: EventStore, sql: SqlQue
   }));
   const actual = await dumpReadModels(sql);
   const byId = (a: { execution_id: string }, b: { execution_id: string }) => (a.execution_id < b.execution_id ? -1 : 1);
-  const actualExecutions = actual.executions!.map(({ execution_id, state, created_position, position }) => ({ execution_id, state, created_position, position }));
+  const actualExecutions = actual.executions.map(({ execution_id, state, created_position, position }) => ({
+    execution_id,
+    state,
+    created_position,
+    position,
+  }));
   expect(actualExecutions.sort(byId as never)).toEqual(expectedExecutions.sort(byId));
   expect(actual.timeline).toEqual(expectedTimeline);
 }

@@ -22,7 +22,13 @@ export function seededRandom(seed: number): () => number {
 const NODES = ['a', 'b', 'c'];
 
 function workflow(random: () => number): WorkflowSnapshot {
-  const retry: RetryPolicy = { maxAttempts: 1 + Math.floor(random() * 3), initialIntervalMs: 0, backoffCoefficient: 1, maxIntervalMs: 0, nonRetryable: [] };
+  const retry: RetryPolicy = {
+    maxAttempts: 1 + Math.floor(random() * 3),
+    initialIntervalMs: 0,
+    backoffCoefficient: 1,
+    maxIntervalMs: 0,
+    nonRetryable: [],
+  };
   return {
     workflowId: '6a1f0000-0000-4000-8000-000000000001',
     name: random() < 0.5 ? 'chain' : 'nightly',
@@ -30,7 +36,10 @@ function workflow(random: () => number): WorkflowSnapshot {
     digest: 'sha256:random-history',
     graph: {
       nodes: NODES.map((id) => ({ id, type: 'noop' })),
-      edges: [{ from: 'a', to: 'b' }, { from: 'b', to: 'c' }],
+      edges: [
+        { from: 'a', to: 'b' },
+        { from: 'b', to: 'c' },
+      ],
       retry,
       timeouts: { queueMs: 60_000, leaseMs: 30_000, executionMs: 3_600_000 },
     },
@@ -52,7 +61,10 @@ export interface RandomHistoryOptions {
  * redrives, on a clock that jumps forward so leases and queue deadlines expire. Commands a
  * decider rejects append nothing, so every history in the store is a valid one.
  */
-export async function writeRandomHistories(store: EventStore, options: RandomHistoryOptions): Promise<{ executions: string[]; appended: number }> {
+export async function writeRandomHistories(
+  store: EventStore,
+  options: RandomHistoryOptions,
+): Promise<{ executions: string[]; appended: number }> {
   const random = seededRandom(options.seed);
   let now = Date.parse('2031-01-01T00:00:00.000Z');
   const clock: Clock = { now: () => new Date(now) };
@@ -61,7 +73,7 @@ export async function writeRandomHistories(store: EventStore, options: RandomHis
   const streams = new ExecutionStreams(store, clock, ids);
   const executions: string[] = [];
   const workspaces = options.workspaces ?? ['ws-a', 'ws-b'];
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
   let appended = 0;
 
   const issue = async (executionId: string, command: (state: ExecutionState) => ExecutionCommand | null) => {
@@ -84,12 +96,20 @@ export async function writeRandomHistories(store: EventStore, options: RandomHis
       if (executions.length === 0 || random() < 0.15) {
         const executionId = ids.uuid();
         executions.push(executionId);
-        const data = { executionId, workspaceId: pick(workspaces), workflow: workflow(random), input: { step }, idempotency: null, attemptId: ids.uuid() };
+        const data = {
+          executionId,
+          workspaceId: pick(workspaces),
+          workflow: workflow(random),
+          input: { step },
+          idempotency: null,
+          attemptId: ids.uuid(),
+        };
         return () => issue(executionId, () => ({ type: 'StartExecution', data, metadata: meta }));
       }
       const executionId = pick(executions);
       const roll = random();
-      return () => issue(executionId, (state) => (state.status === 'not_started' ? null : nextCommand(state, roll, random, ids.uuid, meta)));
+      return () =>
+        issue(executionId, (state) => (state.status === 'not_started' ? null : nextCommand(state, roll, random, ids.uuid, meta)));
     });
     await Promise.all(batch.map((run) => run()));
   }
@@ -108,20 +128,30 @@ function nextCommand(
   const attempt = currentAttempt(s);
   const workerId = `worker-${Math.floor(random() * 3)}`;
   if (roll < 0.06) return { type: 'RequestCancel', data: { reason: random() < 0.5 ? null : 'random cancel' }, metadata };
-  if (roll < 0.12) return { type: 'RequestRedrive', data: { redriveId: uuid(), idempotencyKey: `key-${Math.floor(random() * 4)}`, fingerprint: 'f', attemptId: uuid() }, metadata };
+  if (roll < 0.12)
+    return {
+      type: 'RequestRedrive',
+      data: { redriveId: uuid(), idempotencyKey: `key-${Math.floor(random() * 4)}`, fingerprint: 'f', attemptId: uuid() },
+      metadata,
+    };
   if (roll < 0.14) return { type: 'TimeOutExecution', data: {}, metadata };
   if (attempt === undefined) return null;
-  if (roll < 0.2) return { type: 'TimeOutAttempt', data: { attemptId: attempt.attemptId, nextAttemptId: uuid(), jitter: random() }, metadata };
+  if (roll < 0.2)
+    return { type: 'TimeOutAttempt', data: { attemptId: attempt.attemptId, nextAttemptId: uuid(), jitter: random() }, metadata };
   if (attempt.status === 'queued') return { type: 'ClaimAttempt', data: { attemptId: attempt.attemptId, workerId }, metadata };
   if (attempt.status !== 'running') return null;
-  const fence = { attemptId: attempt.attemptId, workerId: attempt.workerId!, fencingToken: attempt.fencingToken! };
+  const fence = { attemptId: attempt.attemptId, workerId: attempt.workerId, fencingToken: attempt.fencingToken };
   if (roll < 0.35) return { type: 'Heartbeat', data: fence, metadata };
   if (roll < 0.75) {
     const kind = random() < 0.3 ? 'node_started' : random() < 0.85 ? 'node_succeeded' : random() < 0.5 ? 'node_failed' : 'node_skipped';
-    const nodeId = NODES[Math.floor(random() * NODES.length)]!;
+    const nodeId = NODES[Math.floor(random() * NODES.length)];
     return { type: 'RecordNodeResult', data: { ...fence, kind, nodeId, output: { n: Math.floor(random() * 100) } }, metadata };
   }
   const outcome = s.cancelRequest !== null ? 'cancelled' : random() < 0.6 ? 'succeeded' : 'failed';
   const error = outcome === 'failed' ? { code: 'boom', message: 'random failure' } : undefined;
-  return { type: 'CompleteAttempt', data: { ...fence, outcome, output: { done: true }, error, nextAttemptId: uuid(), jitter: random() }, metadata };
+  return {
+    type: 'CompleteAttempt',
+    data: { ...fence, outcome, output: { done: true }, error, nextAttemptId: uuid(), jitter: random() },
+    metadata,
+  };
 }

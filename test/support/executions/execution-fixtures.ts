@@ -15,7 +15,14 @@ import type {
   TimeOutExecution,
 } from '../../../src/executions/domain/execution.commands.js';
 import { executionDecider } from '../../../src/executions/domain/execution.decider.js';
-import type { AttemptReason, ExecutionError, ExecutionEvent, RetryPolicy, Timeouts, WorkflowSnapshot } from '../../../src/executions/domain/execution.events.js';
+import type {
+  AttemptReason,
+  ExecutionError,
+  ExecutionEvent,
+  RetryPolicy,
+  Timeouts,
+  WorkflowSnapshot,
+} from '../../../src/executions/domain/execution.events.js';
 
 /**
  * Builders for execution specifications. Time is written as milliseconds after T0 so that a
@@ -42,9 +49,21 @@ export const REDRIVE_1 = '0b8f4e0a-1c2d-4e5f-8a9b-0000000d0001';
 export const REDRIVE_2 = '0b8f4e0a-1c2d-4e5f-8a9b-0000000d0002';
 
 /** No automatic retry: the workflow default. */
-export const NO_RETRY: RetryPolicy = { maxAttempts: 1, initialIntervalMs: 1_000, backoffCoefficient: 2, maxIntervalMs: 60_000, nonRetryable: [] };
+export const NO_RETRY: RetryPolicy = {
+  maxAttempts: 1,
+  initialIntervalMs: 1_000,
+  backoffCoefficient: 2,
+  maxIntervalMs: 60_000,
+  nonRetryable: [],
+};
 /** Three attempts; with jitter 0 the first retry waits 1 000 ms, the second 2 000 ms. */
-export const THREE_ATTEMPTS: RetryPolicy = { maxAttempts: 3, initialIntervalMs: 2_000, backoffCoefficient: 2, maxIntervalMs: 60_000, nonRetryable: ['bad_request'] };
+export const THREE_ATTEMPTS: RetryPolicy = {
+  maxAttempts: 3,
+  initialIntervalMs: 2_000,
+  backoffCoefficient: 2,
+  maxIntervalMs: 60_000,
+  nonRetryable: ['bad_request'],
+};
 
 export function aWorkflow(overrides: { retry?: RetryPolicy; timeouts?: Partial<Timeouts> } = {}): WorkflowSnapshot {
   return {
@@ -67,8 +86,11 @@ export function aWorkflow(overrides: { retry?: RetryPolicy; timeouts?: Partial<T
 export const FAILURE: ExecutionError = { code: 'upstream_unavailable', message: 'upstream answered 503' };
 
 const meta = (at: number, actor: string): CommandMetadata => ({ now: time(at), actor });
-const fenceOf = (f: Partial<Fence>): Fence => ({ attemptId: f.attemptId ?? ATTEMPT_1, workerId: f.workerId ?? WORKER_A, fencingToken: f.fencingToken ?? 1 });
-
+const fenceOf = (f: Partial<Fence>): Fence => ({
+  attemptId: f.attemptId ?? ATTEMPT_1,
+  workerId: f.workerId ?? WORKER_A,
+  fencingToken: f.fencingToken ?? 1,
+});
 
 type Idempotency = StartExecution['data']['idempotency'];
 
@@ -109,10 +131,22 @@ export function recordNodeResult(
 }
 
 export function completeAttempt(
-  o: Partial<Fence> & { at: number; outcome: AttemptOutcome; output?: unknown; error?: ExecutionError; nextAttemptId?: string; jitter?: number },
+  o: Partial<Fence> & {
+    at: number;
+    outcome: AttemptOutcome;
+    output?: unknown;
+    error?: ExecutionError;
+    nextAttemptId?: string;
+    jitter?: number;
+  },
 ): CompleteAttempt {
   const fence = fenceOf(o);
-  const data: CompleteAttempt['data'] = { ...fence, outcome: o.outcome, nextAttemptId: o.nextAttemptId ?? ATTEMPT_2, jitter: o.jitter ?? 0 };
+  const data: CompleteAttempt['data'] = {
+    ...fence,
+    outcome: o.outcome,
+    nextAttemptId: o.nextAttemptId ?? ATTEMPT_2,
+    jitter: o.jitter ?? 0,
+  };
   if (o.output !== undefined) data.output = o.output;
   if (o.error !== undefined) data.error = o.error;
   return { type: 'CompleteAttempt', data, metadata: meta(o.at, fence.workerId) };
@@ -131,10 +165,20 @@ export function timeOutExecution(o: { at: number }): TimeOutExecution {
 }
 
 export function requestCancel(o: { at: number; reason?: string | null }): RequestCancel {
-  return { type: 'RequestCancel', data: { reason: o.reason === undefined ? 'no longer needed' : o.reason }, metadata: meta(o.at, OPERATOR) };
+  return {
+    type: 'RequestCancel',
+    data: { reason: o.reason === undefined ? 'no longer needed' : o.reason },
+    metadata: meta(o.at, OPERATOR),
+  };
 }
 
-export function requestRedrive(o: { at: number; redriveId?: string; idempotencyKey?: string; fingerprint?: string; attemptId?: string }): RequestRedrive {
+export function requestRedrive(o: {
+  at: number;
+  redriveId?: string;
+  idempotencyKey?: string;
+  fingerprint?: string;
+  attemptId?: string;
+}): RequestRedrive {
   return {
     type: 'RequestRedrive',
     data: {
@@ -146,7 +190,6 @@ export function requestRedrive(o: { at: number; redriveId?: string; idempotencyK
     metadata: meta(o.at, OPERATOR),
   };
 }
-
 
 export function executionStarted(o: { at?: number; idempotency?: Idempotency; workflow?: WorkflowSnapshot } = {}): ExecutionEvent {
   const command = startExecution(o);
@@ -186,15 +229,24 @@ export function attemptScheduled(
 /** The lease runs `leaseMs` from the claim. */
 export function attemptClaimed(o: Partial<Fence> & { at: number; leaseMs?: number }): ExecutionEvent {
   const { attemptId, workerId, fencingToken } = fenceOf(o);
-  return { type: 'AttemptClaimed', data: { attemptId, workerId, fencingToken, leaseExpiresAt: iso(o.at + (o.leaseMs ?? LEASE_MS)), claimedAt: iso(o.at) } };
+  return {
+    type: 'AttemptClaimed',
+    data: { attemptId, workerId, fencingToken, leaseExpiresAt: iso(o.at + (o.leaseMs ?? LEASE_MS)), claimedAt: iso(o.at) },
+  };
 }
 
 export function leaseExtended(o: { attemptId?: string; at: number }): ExecutionEvent {
-  return { type: 'LeaseExtended', data: { attemptId: o.attemptId ?? ATTEMPT_1, leaseExpiresAt: iso(o.at + LEASE_MS), extendedAt: iso(o.at) } };
+  return {
+    type: 'LeaseExtended',
+    data: { attemptId: o.attemptId ?? ATTEMPT_1, leaseExpiresAt: iso(o.at + LEASE_MS), extendedAt: iso(o.at) },
+  };
 }
 
 type NodeEventInput = { attemptId?: string; nodeId: string; at: number };
-export const nodeStarted = (o: NodeEventInput): ExecutionEvent => ({ type: 'NodeStarted', data: { attemptId: o.attemptId ?? ATTEMPT_1, nodeId: o.nodeId, at: iso(o.at) } });
+export const nodeStarted = (o: NodeEventInput): ExecutionEvent => ({
+  type: 'NodeStarted',
+  data: { attemptId: o.attemptId ?? ATTEMPT_1, nodeId: o.nodeId, at: iso(o.at) },
+});
 export const nodeSucceeded = (o: NodeEventInput & { output: unknown }): ExecutionEvent => ({
   type: 'NodeSucceeded',
   data: { attemptId: o.attemptId ?? ATTEMPT_1, nodeId: o.nodeId, output: o.output, at: iso(o.at) },
@@ -217,18 +269,30 @@ export const attemptFailed = (o: AttemptEndInput & { error: ExecutionError }): E
   type: 'AttemptFailed',
   data: { attemptId: o.attemptId ?? ATTEMPT_1, error: o.error, at: iso(o.at) },
 });
-export const attemptTimedOut = (o: AttemptEndInput & { reason: 'lease_expired' | 'queue_deadline' | 'execution_deadline'; deadline: number }): ExecutionEvent => ({
+export const attemptTimedOut = (
+  o: AttemptEndInput & { reason: 'lease_expired' | 'queue_deadline' | 'execution_deadline'; deadline: number },
+): ExecutionEvent => ({
   type: 'AttemptTimedOut',
   data: { attemptId: o.attemptId ?? ATTEMPT_1, reason: o.reason, deadline: iso(o.deadline), at: iso(o.at) },
 });
-export const attemptCancelled = (o: AttemptEndInput): ExecutionEvent => ({ type: 'AttemptCancelled', data: { attemptId: o.attemptId ?? ATTEMPT_1, at: iso(o.at) } });
+export const attemptCancelled = (o: AttemptEndInput): ExecutionEvent => ({
+  type: 'AttemptCancelled',
+  data: { attemptId: o.attemptId ?? ATTEMPT_1, at: iso(o.at) },
+});
 
 export const cancelRequested = (o: { at: number; reason?: string | null }): ExecutionEvent => ({
   type: 'CancelRequested',
   data: { reason: o.reason === undefined ? 'no longer needed' : o.reason, requestedBy: OPERATOR, at: iso(o.at) },
 });
 
-export function redriveRequested(o: { at: number; attemptNumber: number; redriveId?: string; idempotencyKey?: string; fingerprint?: string; attemptId?: string }): ExecutionEvent {
+export function redriveRequested(o: {
+  at: number;
+  attemptNumber: number;
+  redriveId?: string;
+  idempotencyKey?: string;
+  fingerprint?: string;
+  attemptId?: string;
+}): ExecutionEvent {
   const command = requestRedrive(o);
   return {
     type: 'RedriveRequested',
@@ -244,8 +308,14 @@ export function redriveRequested(o: { at: number; attemptNumber: number; redrive
   };
 }
 
-export const executionSucceeded = (o: { at: number; output: unknown }): ExecutionEvent => ({ type: 'ExecutionSucceeded', data: { output: o.output, at: iso(o.at) } });
-export const executionFailed = (o: { at: number; error: ExecutionError }): ExecutionEvent => ({ type: 'ExecutionFailed', data: { error: o.error, at: iso(o.at) } });
+export const executionSucceeded = (o: { at: number; output: unknown }): ExecutionEvent => ({
+  type: 'ExecutionSucceeded',
+  data: { output: o.output, at: iso(o.at) },
+});
+export const executionFailed = (o: { at: number; error: ExecutionError }): ExecutionEvent => ({
+  type: 'ExecutionFailed',
+  data: { error: o.error, at: iso(o.at) },
+});
 export const executionTimedOut = (o: { at: number }): ExecutionEvent => ({
   type: 'ExecutionTimedOut',
   data: { reason: 'attempt timed out and no retry is left', at: iso(o.at) },
@@ -254,7 +324,6 @@ export const executionCancelled = (o: { at: number; reason?: string | null }): E
   type: 'ExecutionCancelled',
   data: { reason: o.reason === undefined ? 'no longer needed' : o.reason, at: iso(o.at) },
 });
-
 
 /** Started at 0; attempt 1 queued until its deadline at 60 000. */
 export const aQueuedExecution = (o: { workflow?: WorkflowSnapshot; idempotency?: Idempotency } = {}): ExecutionEvent[] => [

@@ -24,7 +24,8 @@ export interface AppendContext {
   onAppendRequest(): void;
 }
 
-type ProposedMessage = InstanceType<typeof streamsPb.AppendReq.ProposedMessage> | InstanceType<typeof streamsPb.BatchAppendReq.ProposedMessage>;
+type ProposedMessage =
+  InstanceType<typeof streamsPb.AppendReq.ProposedMessage> | InstanceType<typeof streamsPb.BatchAppendReq.ProposedMessage>;
 
 function proposed(message: ProposedMessage): ProposedEvent {
   const metadata = message.getMetadataMap();
@@ -54,7 +55,11 @@ export function appendHandler(context: AppendContext): grpc.handleClientStreamin
         const metadata = new grpc.Metadata();
         metadata.set('exception', 'maximum-append-size-exceeded');
         metadata.set('maximum-append-size', String(context.maxAppendSize));
-        return callback({ code: grpc.status.INVALID_ARGUMENT, details: `Maximum Append Size of ${context.maxAppendSize} Exceeded.`, metadata });
+        return callback({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `Maximum Append Size of ${context.maxAppendSize} Exceeded.`,
+          metadata,
+        });
       }
       const Case = AppendRequest.Options.ExpectedStreamRevisionCase;
       const expected: Expected = {
@@ -71,8 +76,12 @@ export function appendHandler(context: AppendContext): grpc.handleClientStreamin
 
 function appendResponse(outcome: AppendOutcome, expected: Expected): AppendResp {
   if (outcome.kind === 'success') {
-    const position = new streamsPb.AppendResp.Position().setCommitPosition(outcome.position.toString()).setPreparePosition(outcome.position.toString());
-    return new streamsPb.AppendResp().setSuccess(new streamsPb.AppendResp.Success().setCurrentRevision(outcome.lastRevision.toString()).setPosition(position));
+    const position = new streamsPb.AppendResp.Position()
+      .setCommitPosition(outcome.position.toString())
+      .setPreparePosition(outcome.position.toString());
+    return new streamsPb.AppendResp().setSuccess(
+      new streamsPb.AppendResp.Success().setCurrentRevision(outcome.lastRevision.toString()).setPosition(position),
+    );
   }
   const conflict = new streamsPb.AppendResp.WrongExpectedVersion();
   if (outcome.current === null) conflict.setCurrentNoStream(new sharedPb.Empty());
@@ -120,12 +129,16 @@ export function batchAppendHandler(context: AppendContext): grpc.handleBidiStrea
         batch.events.push(event);
         batch.size += sizeOnDisk(event);
       }
-      const response = new streamsPb.BatchAppendResp().setCorrelationId(request.getCorrelationId()).setStreamIdentifier(streamIdentifier(batch.streamId));
+      const response = new streamsPb.BatchAppendResp()
+        .setCorrelationId(request.getCorrelationId())
+        .setStreamIdentifier(streamIdentifier(batch.streamId));
       if (batch.size > context.maxAppendSize) {
         pending.delete(correlationId);
         context.onAppendRequest();
         const details = new sharedPb.MaximumAppendSizeExceeded().setMaxappendsize(context.maxAppendSize);
-        call.write(response.setError(rpcStatus(grpc.status.INVALID_ARGUMENT, 'Maximum Append Size Exceeded', details, 'MaximumAppendSizeExceeded')));
+        call.write(
+          response.setError(rpcStatus(grpc.status.INVALID_ARGUMENT, 'Maximum Append Size Exceeded', details, 'MaximumAppendSizeExceeded')),
+        );
         return;
       }
       if (!request.getIsFinal()) return;
@@ -140,8 +153,12 @@ export function batchAppendHandler(context: AppendContext): grpc.handleBidiStrea
 
 function batchResponse(response: BatchAppendResp, outcome: AppendOutcome, expected: Expected): BatchAppendResp {
   if (outcome.kind === 'success') {
-    const position = new sharedPb.AllStreamPosition().setCommitPosition(outcome.position.toString()).setPreparePosition(outcome.position.toString());
-    return response.setSuccess(new streamsPb.BatchAppendResp.Success().setCurrentRevision(outcome.lastRevision.toString()).setPosition(position));
+    const position = new sharedPb.AllStreamPosition()
+      .setCommitPosition(outcome.position.toString())
+      .setPreparePosition(outcome.position.toString());
+    return response.setSuccess(
+      new streamsPb.BatchAppendResp.Success().setCurrentRevision(outcome.lastRevision.toString()).setPosition(position),
+    );
   }
   const details = new sharedPb.WrongExpectedVersion();
   if (outcome.current === null) details.setCurrentNoStream(new emptyPb.Empty());

@@ -79,7 +79,7 @@ export class InMemoryLog {
     let high = this.events.length;
     while (low < high) {
       const mid = (low + high) >> 1;
-      const at = this.events[mid]!.position;
+      const at = this.events[mid].position;
       if (at < position || (!inclusive && at === position)) low = mid + 1;
       else high = mid;
     }
@@ -93,7 +93,14 @@ export class InMemoryLog {
     if (decision !== 'ok') return decision;
     const created = BigInt(Date.now()) * 10_000n;
     const written = proposed.map((event, index): StoredEvent => {
-      const stored: StoredEvent = { ...event, id: event.id.toLowerCase(), position: this.nextPosition, streamId, revision: current + 1n + BigInt(index), created };
+      const stored: StoredEvent = {
+        ...event,
+        id: event.id.toLowerCase(),
+        position: this.nextPosition,
+        streamId,
+        revision: current + 1n + BigInt(index),
+        created,
+      };
       this.nextPosition += RECORD_OVERHEAD + BigInt(sizeOnDisk(event));
       return stored;
     });
@@ -108,7 +115,13 @@ export class InMemoryLog {
     return { kind: 'success', lastRevision: last?.revision ?? current, position: last?.position ?? this.nextPosition };
   }
 
-  private check(streamId: string, stream: StoredEvent[], current: bigint, expected: Expected, proposed: ProposedEvent[]): AppendOutcome | 'ok' {
+  private check(
+    streamId: string,
+    stream: StoredEvent[],
+    current: bigint,
+    expected: Expected,
+    proposed: ProposedEvent[],
+  ): AppendOutcome | 'ok' {
     const conflict: AppendOutcome = { kind: 'wrong_expected_version', current: current === NO_STREAM ? null : current };
     if (expected === 'stream_exists' && current === NO_STREAM) return conflict;
     if (expected === 'any' || expected === 'stream_exists') {

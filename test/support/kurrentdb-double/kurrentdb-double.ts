@@ -84,7 +84,8 @@ export class KurrentDbDouble {
 
   /** Ends every live subscription with UNAVAILABLE, as a server going away would. */
   failSubscriptions(): void {
-    for (const call of this.subscriptions) call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'the KurrentDB double dropped the subscription' });
+    for (const call of this.subscriptions)
+      call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'the KurrentDB double dropped the subscription' });
     this.subscriptions.clear();
   }
 

@@ -57,7 +57,13 @@ async function readStream(log: InMemoryLog, call: Call, options: Options): Promi
   const Case = ReadRequest.Options.StreamOptions.RevisionOptionCase;
   const revisionCase = streamOptions.getRevisionOptionCase();
   const from =
-    revisionCase === Case.REVISION ? Number(streamOptions.getRevision()) : revisionCase === Case.END ? stream.length - 1 : backwards ? stream.length - 1 : 0;
+    revisionCase === Case.REVISION
+      ? Number(streamOptions.getRevision())
+      : revisionCase === Case.END
+        ? stream.length - 1
+        : backwards
+          ? stream.length - 1
+          : 0;
   const selected = backwards ? stream.slice(0, Math.min(from, stream.length - 1) + 1).reverse() : stream.slice(from);
   for (const event of selected.slice(0, count(options))) await send(call, eventResponse(event, false));
   call.end();
@@ -85,7 +91,9 @@ async function readAll(log: InMemoryLog, call: Call, options: Options): Promise<
   if (backwards) {
     selected = log.events.slice(0, position === null ? log.events.length : log.indexAfter(position, true)).reverse();
   } else {
-    selected = log.events.slice(position === null ? (all.getAllOptionCase() === Case.END ? log.events.length : 0) : log.indexAfter(position, true));
+    selected = log.events.slice(
+      position === null ? (all.getAllOptionCase() === Case.END ? log.events.length : 0) : log.indexAfter(position, true),
+    );
   }
   let sent = 0;
   const max = count(options);
@@ -109,7 +117,11 @@ async function subscribeAll(context: ReadContext, call: Call, options: Options):
   const { filter, checkpointInterval } = filterOf(options);
   const Case = ReadRequest.Options.AllOptions.AllOptionCase;
   let next =
-    all.getAllOptionCase() === Case.POSITION ? log.indexAfter(BigInt(all.getPosition()!.getCommitPosition())) : all.getAllOptionCase() === Case.END ? log.events.length : 0;
+    all.getAllOptionCase() === Case.POSITION
+      ? log.indexAfter(BigInt(all.getPosition()!.getCommitPosition()))
+      : all.getAllOptionCase() === Case.END
+        ? log.events.length
+        : 0;
   let cancelled = false;
   let wake: (() => void) | null = null;
   const stopListening = log.onAppend(() => wake?.());
@@ -125,7 +137,7 @@ async function subscribeAll(context: ReadContext, call: Call, options: Options):
     let caughtUp = false;
     while (!cancelled) {
       while (!cancelled && next < log.events.length) {
-        const event = log.events[next++]!;
+        const event = log.events[next++];
         context.onConsidered();
         considered++;
         lastConsidered = event.position;
@@ -155,5 +167,7 @@ async function subscribeAll(context: ReadContext, call: Call, options: Options):
 }
 
 function checkpoint(position: bigint): ReadResp {
-  return new ReadResponse().setCheckpoint(new ReadResponse.Checkpoint().setCommitPosition(position.toString()).setPreparePosition(position.toString()));
+  return new ReadResponse().setCheckpoint(
+    new ReadResponse.Checkpoint().setCommitPosition(position.toString()).setPreparePosition(position.toString()),
+  );
 }

@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import type { ProjectedEvent } from '../../../projections/execution-events.js';
 import type { ExecutionEvent } from '../../../src/executions/domain/execution.events.js';
 import type { SqlClient } from '../../../src/postgres/sql-client.port.js';
-import { applyBatch, BatchMemo, READ_MODELS_SCHEMA, versionSuffix, versionTables, type AnyProjectionDefinition } from '../../../src/projector/projection-definition.js';
+import {
+  applyBatch,
+  BatchMemo,
+  READ_MODELS_SCHEMA,
+  versionSuffix,
+  versionTables,
+  type AnyProjectionDefinition,
+} from '../../../src/projector/projection-definition.js';
 
 /** A domain event and, optionally, the execution it belongs to (else DEFAULT_EXECUTION). */
 export type GivenEvent = ExecutionEvent | { executionId: string; event: ExecutionEvent };
@@ -44,7 +51,7 @@ export function projectionSpecification(definition: AnyProjectionDefinition, dat
           revision,
           recordedAt: new Date(Date.UTC(2030, 0, 1, 0, 0, index)).toISOString(),
           metadata: { schemaVersion: 1 },
-        } as ProjectedEvent;
+        };
       });
       const rows = async (): Promise<ReadModelRows> => {
         const results: ReadModelRows[] = [];
@@ -53,19 +60,28 @@ export function projectionSpecification(definition: AnyProjectionDefinition, dat
         }
         assert.deepStrictEqual(results[1], results[0], 'batches of 3 and batches of 1 built different read models');
         assert.deepStrictEqual(results[2], results[0], 'one batch and batches of 1 built different read models');
-        return results[0]!;
+        return results[0];
       };
       return { rows, then: async (expected) => assert.deepStrictEqual(await rows(), expected) };
     },
   };
 }
 
-async function project(sql: SqlClient, definition: AnyProjectionDefinition, version: number, events: ProjectedEvent[], batchSize: number): Promise<ReadModelRows> {
+async function project(
+  sql: SqlClient,
+  definition: AnyProjectionDefinition,
+  version: number,
+  events: ProjectedEvent[],
+  batchSize: number,
+): Promise<ReadModelRows> {
   await sql.query(`create schema if not exists ${READ_MODELS_SCHEMA}`);
   const suffix = `_spec${versionSuffix(version)}`;
   for (const statement of [...definition.tables(suffix), ...definition.indexes(suffix)]) await sql.query(statement);
   const tables = Object.fromEntries(
-    Object.entries(versionTables(definition, version)).map(([relation]) => [relation, `${READ_MODELS_SCHEMA}.${relation}_spec${versionSuffix(version)}`]),
+    Object.entries(versionTables(definition, version)).map(([relation]) => [
+      relation,
+      `${READ_MODELS_SCHEMA}.${relation}_spec${versionSuffix(version)}`,
+    ]),
   );
   // Remembered across the batches, as a runner does: later batches take what earlier ones wrote.
   const memo = new BatchMemo<unknown>();
@@ -75,7 +91,9 @@ async function project(sql: SqlClient, definition: AnyProjectionDefinition, vers
   const result: ReadModelRows = {};
   for (const [relation, table] of Object.entries(tables)) {
     const { rows } = await sql.query<Record<string, unknown>>(`select * from ${table} order by 1`);
-    result[relation] = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])));
+    result[relation] = rows.map((row) =>
+      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
+    );
   }
   return result;
 }

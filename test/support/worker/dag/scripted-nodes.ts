@@ -1,4 +1,8 @@
-import { workflowGraphSchema, type WorkflowDefinition, type WorkflowGraph } from '../../../../src/workflows/domain/workflow-graph.schema.js';
+import {
+  workflowGraphSchema,
+  type WorkflowDefinition,
+  type WorkflowGraph,
+} from '../../../../src/workflows/domain/workflow-graph.schema.js';
 import type { DagEvent, ExecuteNode, NodeContext, ReportDagEvent } from '../../../../src/worker/dag/dag.types.js';
 import { deferred, type Deferred } from './deferred.js';
 

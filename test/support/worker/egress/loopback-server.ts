@@ -34,7 +34,7 @@ export async function startLoopbackServer(host: '127.0.0.1' | '::1'): Promise<Lo
         body: Buffer.concat(chunks).toString('utf8'),
       };
       requests.push(received);
-      const handler = routes.get(received.path.split('?')[0]!);
+      const handler = routes.get(received.path.split('?')[0]);
       if (handler) handler(received, response);
       else response.writeHead(404).end();
     });
@@ -57,10 +57,14 @@ export async function startLoopbackServer(host: '127.0.0.1' | '::1'): Promise<Lo
   };
 }
 
-export const json = (status: number, body: unknown, headers: Record<string, string> = {}): Route => (_request, response) => {
-  response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-};
+export const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Route =>
+  (_request, response) => {
+    response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+  };
 
-export const redirect = (status: number, location: string): Route => (_request, response) => {
-  response.writeHead(status, { location }).end();
-};
+export const redirect =
+  (status: number, location: string): Route =>
+  (_request, response) => {
+    response.writeHead(status, { location }).end();
+  };
