@@ -1,18 +1,18 @@
 import 'reflect-metadata';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createApp } from '../../app/create-app.js';
-import { TokenRegistry } from '../../auth/token-registry.js';
-import { InProcessBus } from '../../bus/in-process/in-process-bus.js';
-import { loadConfig } from '../../config/config.js';
-import { systemClock } from '../../core/clock.port.js';
-import { randomIds } from '../../core/ids.js';
-import { createLogger } from '../../core/logger.js';
-import { PostgresEventStore } from '../../event-store/postgres/postgres-event-store.js';
-import { PgliteSqlClient } from '../../postgres/pglite-sql-client.js';
-import { renderApiReference } from './api-reference.renderer.js';
-import { stringifyDocument } from './document-order.js';
-import { OpenApiDocuments } from './openapi-documents.js';
+import { createApp } from './create-app.js';
+import { TokenRegistry } from '../auth/token-registry.js';
+import { InProcessBus } from '../bus/in-process/in-process-bus.js';
+import { loadConfig } from '../config/config.js';
+import { systemClock } from '../core/clock.port.js';
+import { randomIds } from '../core/ids.js';
+import { createLogger } from '../core/logger.js';
+import { PostgresEventStore } from '../event-store/postgres/postgres-event-store.js';
+import { PgliteSqlClient } from '../postgres/pglite-sql-client.js';
+import { renderApiReference } from '../http/openapi/api-reference.renderer.js';
+import { stringifyDocument } from '../http/openapi/document-order.js';
+import { OpenApiDocuments } from '../http/openapi/openapi-documents.js';
 
 /**
  * `npm run docs:openapi`: builds the application (over an in-memory PGlite, nothing listens)
