@@ -62,9 +62,7 @@ async function main(): Promise<void> {
     });
     await worker.start();
   }
-  printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
-  started();
-
+  // Handlers first: whoever reads the banner may stop the process at once.
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -77,6 +75,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT').catch(stopFailed));
   process.on('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
+  printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
+  started();
 }
 
 /**
@@ -101,8 +101,6 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
     egressAllow: config.egressAllow,
   });
   await worker.start();
-  process.stdout.write(`Flostra worker ${worker.workerId} is consuming dispatches for ${config.apiUrl}\n`);
-  started();
   const stop = async (signal: string) => {
     logger.info('stopping', { signal });
     await worker.stop();
@@ -111,6 +109,8 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
   };
   process.once('SIGINT', () => void stop('SIGINT').catch(stopFailed));
   process.once('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
+  process.stdout.write(`Flostra worker ${worker.workerId} is consuming dispatches for ${config.apiUrl}\n`);
+  started();
 }
 
 /** A shutdown that throws still ends the process, with one line on what failed. */
