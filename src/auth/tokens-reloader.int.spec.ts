@@ -72,7 +72,7 @@ describe('the watched tokens file', () => {
     await eventually(() => registry.authenticate(ALICE) !== null, 'alice back');
   });
 
-  it('applies an edit in place of a symlinked file that lives elsewhere', async () => {
+  it('applies edits of a symlinked file that lives elsewhere, also after it was replaced', async () => {
     const elsewhere = join(dir, 'secrets');
     await mkdir(elsewhere);
     await writeFile(join(elsewhere, 'tokens.json'), grants('alice', 'bob'));
@@ -82,6 +82,11 @@ describe('the watched tokens file', () => {
     const { registry } = await watched(join(config, 'tokens.json'));
     await writeFile(join(elsewhere, 'tokens.json'), grants('bob'));
     await eventually(() => registry.authenticate(ALICE) === null, 'alice to be revoked');
+    // Replaced by rename over there, then edited in place: the watch follows the new file.
+    await replace(join(elsewhere, 'tokens.json'), grants('alice', 'bob'));
+    await eventually(() => registry.authenticate(ALICE) !== null, 'alice back');
+    await writeFile(join(elsewhere, 'tokens.json'), grants('alice'));
+    await eventually(() => registry.authenticate(BOB) === null, 'bob to be revoked');
   });
 
   it('applies a Kubernetes-style switch of the symlinked data directory', async () => {

@@ -1,4 +1,4 @@
-import { watch, type FSWatcher } from 'node:fs';
+import { statSync, watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ConfigError } from '../config/config.js';
@@ -42,6 +42,8 @@ export class TokensReloader {
   private queue: Promise<unknown> = Promise.resolve();
   private directoryWatcher: FSWatcher | null = null;
   private fileWatcher: FSWatcher | null = null;
+  /** The inode the file's watch follows: a file replaced by rename is a new one. */
+  private watchedInode: number | null = null;
   private debounce: NodeJS.Timeout | null = null;
   private watching = false;
 
@@ -57,13 +59,10 @@ export class TokensReloader {
     this.lastSeen = loadedText === null ? null : `text:${loadedText}`;
   }
 
-  get path(): string {
-    return this.source.path;
-  }
-
   /** Reads the file again and applies it if valid; never rejects (every outcome is logged). */
   reload(trigger: ReloadTrigger): Promise<ReloadOutcome> {
-    const next = this.queue.then(() => this.apply(trigger));
+    // A bug here must not become an unhandled rejection that ends the process (SIGHUP voids it).
+    const next = this.queue.then(() => this.apply(trigger)).catch((error: unknown) => this.refuse(trigger, String(error)));
     this.queue = next;
     return next;
   }
@@ -78,9 +77,9 @@ export class TokensReloader {
     this.watching = true;
     try {
       this.directoryWatcher = watch(dirname(this.source.path), { persistent: false }, () => this.changed());
-      this.directoryWatcher.on('error', (error) => this.watchFailed('directory', error));
+      this.directoryWatcher.on('error', (error) => this.directoryWatchFailed(error));
     } catch (error) {
-      this.watchFailed('directory', error);
+      this.directoryWatchFailed(error);
     }
     this.watchFile();
   }
@@ -101,35 +100,41 @@ export class TokensReloader {
     if (this.debounce !== null) clearTimeout(this.debounce);
     this.debounce = setTimeout(() => {
       this.debounce = null;
-      void this.reload('change').then(() => {
-        // A file replaced by rename is a new inode: the old watch would see nothing more.
-        if (this.watching) this.watchFile();
-      });
+      void this.reload('change').then(() => this.watchFile());
     }, this.debounceMs);
     this.debounce.unref();
   }
 
+  /** (Re-)arms the file's own watch unless it already follows the inode the path names now. */
   private watchFile(): void {
+    let inode: number | null;
+    try {
+      inode = statSync(this.source.path).ino;
+    } catch {
+      inode = null;
+    }
+    // Missing right now (being replaced): the directory's watch calls again on the next change.
+    if (!this.watching || inode === null || (this.fileWatcher !== null && inode === this.watchedInode)) return;
     this.fileWatcher?.close();
     this.fileWatcher = null;
     try {
       const watcher = watch(this.source.path, { persistent: false }, () => this.changed());
-      // The file's own watch fails when it is removed; the directory's watch brings it back.
       watcher.on('error', () => {
         watcher.close();
         if (this.fileWatcher === watcher) this.fileWatcher = null;
       });
       this.fileWatcher = watcher;
+      this.watchedInode = inode;
     } catch {
-      // Missing right now (being replaced): the directory's watch re-arms it on the next change.
+      // Gone between the stat and the watch: as above.
     }
   }
 
-  private watchFailed(what: string, error: unknown): void {
+  private directoryWatchFailed(error: unknown): void {
     this.directoryWatcher?.close();
     this.directoryWatcher = null;
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    this.log.warn(`cannot watch the tokens file's ${what}; changes take effect on SIGHUP only`, {
+    this.log.warn("cannot watch the tokens file's directory; changes take effect on SIGHUP only", {
       file: this.source.path,
       error: code ?? String(error),
     });
