@@ -182,7 +182,7 @@ async function benchBuilds(url: string) {
 async function benchLag(url: string) {
   const sql = new PgSqlClient({ connectionString: url, max: 20 });
   const store = await PostgresEventStore.open(sql);
-  const tokens: TokenEntry[] = [
+  const tokens: (TokenEntry & { token: string })[] = [
     { token: 'bench-admin-token-0001', subject: 'bench', workspaces: { bench: 'admin' }, global: ['system-admin'] },
     { token: 'bench-worker-token-0001', subject: 'worker', workspaces: {}, global: ['worker'] },
   ];

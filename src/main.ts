@@ -6,7 +6,7 @@ import type { WorkerService } from './worker/runtime/worker.service.js';
 import { systemClock } from './core/clock.port.js';
 import { randomIds } from './core/ids.js';
 import { createLogger, quietUntilStarted, type Logger } from './core/logger.js';
-import { loadTokens } from './auth/tokens.loader.js';
+import { loadTokens, workerTokenOf } from './auth/tokens.loader.js';
 import { createApp } from './app/create-app.js';
 import { openInfrastructure } from './app/infrastructure.js';
 import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
@@ -21,8 +21,15 @@ async function main(): Promise<void> {
   configForErrors = { dataDir: config.dataDir, host: config.host };
   // Until the banner, progress records are debug: a person sees the banner first.
   const { logger, started } = quietUntilStarted(createLogger({ level: config.logLevel }));
+  // SIGHUP re-reads the tokens (docs/operations.md, "Tokens file"); Node's default would end the process.
+  let hangup = () => logger.info('SIGHUP: nothing to reload, this process has no tokens loaded');
+  process.on('SIGHUP', () => hangup());
   if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started);
-  const { registry, devTokens } = await loadTokens(config);
+  const tokens = await loadTokens(config, logger);
+  hangup = () => void tokens.reloader.reload('SIGHUP');
+  if (config.tokensReload === 'watch') tokens.reloader.watch();
+  const { registry, devTokens } = tokens;
+  const workerToken = runsRole(config, 'worker') ? workerTokenOf(config, tokens) : null;
   const infra = await openInfrastructure(config, logger);
   const app = await createApp({
     config,
@@ -49,13 +56,11 @@ async function main(): Promise<void> {
   const url = `http://${host}:${port}`;
 
   let worker: WorkerService | null = null;
-  if (runsRole(config, 'worker')) {
-    const token = config.workerToken ?? devTokens?.worker;
-    if (!token) throw new ConfigError('FLOSTRA_WORKER_TOKEN: required for the worker role outside embedded mode', ['FLOSTRA_WORKER_TOKEN']);
+  if (workerToken !== null) {
     worker = createWorker({
       bus: infra.bus,
       apiUrl: config.apiUrl ?? url,
-      token,
+      token: workerToken,
       logger,
       concurrency: config.workerConcurrency,
       egressAllow: config.egressAllow,

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, isEmbedded, type AppConfig } from '../config/config.js';
+import { ConfigError, isEmbedded, runsRole, type AppConfig } from '../config/config.js';
+import type { Logger } from '../core/logger.js';
 import { TokenRegistry } from './token-registry.js';
+import { TokensReloader, type TokensSource } from './tokens-reloader.js';
 import { devTokensFileSchema, tokensFileSchema, type DevTokens, type TokenEntry } from './tokens-file.schema.js';
 
 export const DEV_WORKSPACE = 'dev';
@@ -14,13 +16,7 @@ function describeIssues(error: z.ZodError): string {
   return error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
 }
 
-async function readJson(path: string, variable: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new ConfigError(`${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, [variable]);
-  }
+function parseJson(text: string, path: string, variable: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -28,13 +24,37 @@ async function readJson(path: string, variable: string): Promise<unknown> {
   }
 }
 
-/** Reads and validates a FLOSTRA_TOKENS_FILE; any problem is a ConfigError naming it. */
-export async function readTokensFile(path: string): Promise<TokenEntry[]> {
-  const parsed = tokensFileSchema.safeParse(await readJson(path, 'FLOSTRA_TOKENS_FILE'));
+/** The grants of a FLOSTRA_TOKENS_FILE's text; any problem is a ConfigError naming it. */
+export function parseTokensFile(text: string, path: string): TokenEntry[] {
+  const parsed = tokensFileSchema.safeParse(parseJson(text, path, 'FLOSTRA_TOKENS_FILE'));
   if (!parsed.success) {
     throw new ConfigError(`FLOSTRA_TOKENS_FILE: ${path}: ${describeIssues(parsed.error)}`, ['FLOSTRA_TOKENS_FILE']);
   }
   return parsed.data.tokens;
+}
+
+/** FLOSTRA_TOKENS_FILE as a source the TokensReloader reads again. */
+export function tokensFileSource(path: string): TokensSource {
+  return { path, variable: 'FLOSTRA_TOKENS_FILE', parse: (text) => parseTokensFile(text, path) };
+}
+
+/** `<dataDir>/dev-tokens.json` as a source the TokensReloader reads again. */
+export function devTokensSource(dataDir: string): TokensSource {
+  const path = join(dataDir, DEV_TOKENS_FILE_NAME);
+  return { path, variable: 'FLOSTRA_DATA_DIR', parse: (text) => devTokenEntries(parseDevTokens(text, path)) };
+}
+
+async function readText(path: string, variable: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, [variable]);
+  }
+}
+
+/** Reads and validates a FLOSTRA_TOKENS_FILE; any problem is a ConfigError naming it. */
+export async function readTokensFile(path: string): Promise<TokenEntry[]> {
+  return parseTokensFile(await readText(path, 'FLOSTRA_TOKENS_FILE'), path);
 }
 
 function newToken(): string {
@@ -78,6 +98,10 @@ async function readDevTokens(path: string): Promise<DevTokens | null> {
       'FLOSTRA_DATA_DIR',
     ]);
   }
+  return parseDevTokens(text, path);
+}
+
+function parseDevTokens(text: string, path: string): DevTokens {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -104,18 +128,31 @@ export interface LoadedTokens {
   registry: TokenRegistry;
   /** Present when the tokens were generated for embedded mode: `npm start` prints them. */
   devTokens: DevTokens | null;
+  /** Re-reads the file the grants came from (FLOSTRA_TOKENS_FILE, or the dev tokens file). */
+  reloader: TokensReloader;
 }
 
 /**
- * Builds the TokenRegistry from FLOSTRA_TOKENS_FILE (reloadable from it), or in embedded mode
- * from the generated dev tokens. Outside embedded mode a tokens file is required, so a
- * production deployment never runs on tokens it did not choose.
+ * Builds the TokenRegistry from FLOSTRA_TOKENS_FILE, or in embedded mode from the generated dev
+ * tokens, with the TokensReloader that keeps it in step with that file. Outside embedded mode a
+ * tokens file is required, so a production deployment never runs on tokens it did not choose.
  */
-export async function loadTokens(config: AppConfig): Promise<LoadedTokens> {
+export async function loadTokens(config: AppConfig, logger: Logger): Promise<LoadedTokens> {
   const file = config.tokensFile;
   if (file !== null) {
-    const registry = new TokenRegistry(await readTokensFile(file), () => readTokensFile(file));
-    return { registry, devTokens: null };
+    const text = await readText(file, 'FLOSTRA_TOKENS_FILE');
+    const entries = parseTokensFile(text, file);
+    const plaintext = entries.filter((entry) => entry.token !== undefined).length;
+    if (plaintext > 0) {
+      logger.warn('the tokens file holds plaintext tokens: give them as "tokenSha256" digests instead', {
+        component: 'auth',
+        file,
+        plaintext,
+        tokens: entries.length,
+      });
+    }
+    const registry = new TokenRegistry(entries);
+    return { registry, devTokens: null, reloader: new TokensReloader(registry, tokensFileSource(file), logger, text) };
   }
   if (!isEmbedded(config)) {
     throw new ConfigError(
@@ -124,5 +161,31 @@ export async function loadTokens(config: AppConfig): Promise<LoadedTokens> {
     );
   }
   const devTokens = await ensureDevTokens(config.dataDir);
-  return { registry: new TokenRegistry(devTokenEntries(devTokens)), devTokens };
+  const registry = new TokenRegistry(devTokenEntries(devTokens));
+  return { registry, devTokens, reloader: new TokensReloader(registry, devTokensSource(config.dataDir), logger, null) };
+}
+
+/**
+ * The bearer token of this process's own worker role. FLOSTRA_WORKER_TOKEN when set; else the
+ * dev worker token, which exists only in embedded mode without a tokens file. Anything else is
+ * a ConfigError that says what is missing, checked before anything is opened.
+ */
+export function workerTokenOf(config: AppConfig, tokens: LoadedTokens): string {
+  if (config.workerToken !== null) {
+    // The worker calls this very process: a token its registry refuses would fail every claim.
+    const callsThisProcess = config.apiUrl === null && runsRole(config, 'api');
+    if (callsThisProcess && !tokens.registry.authenticate(config.workerToken)?.global.has('worker')) {
+      const where = config.tokensFile !== null ? `FLOSTRA_TOKENS_FILE (${config.tokensFile})` : 'the dev tokens';
+      throw new ConfigError(`FLOSTRA_WORKER_TOKEN: not a token with the global worker role in ${where}`, ['FLOSTRA_WORKER_TOKEN']);
+    }
+    return config.workerToken;
+  }
+  if (tokens.devTokens !== null) return tokens.devTokens.worker;
+  const file = config.tokensFile ?? '(none)';
+  throw new ConfigError(
+    `FLOSTRA_WORKER_TOKEN: the worker role needs a bearer token with the global worker role. FLOSTRA_TOKENS_FILE (${file}) is set, ` +
+      'so no dev worker token is generated: set FLOSTRA_WORKER_TOKEN to a token of that file with "global": ["worker"] ' +
+      '(add one if it has none), or leave worker out of FLOSTRA_ROLES',
+    ['FLOSTRA_WORKER_TOKEN', 'FLOSTRA_TOKENS_FILE'],
+  );
 }

@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       expect(config.databaseUrl).toBeNull();
       expect(config.kafkaBrokers).toBeNull();
       expect(config.tokensFile).toBeNull();
+      expect(config.tokensReload).toBe('watch');
       expect(config.dataDir).toBe(resolve('./.flostra'));
       expect(isEmbedded(config)).toBe(true);
     });
@@ -60,6 +61,7 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgresql://u:p@localhost/flostra',
       KAFKA_BROKERS: 'localhost:9092, [::1]:9093',
       FLOSTRA_TOKENS_FILE: '/etc/flostra/tokens.json',
+      FLOSTRA_TOKENS_RELOAD: 'SIGHUP',
       FLOSTRA_MAX_BODY_BYTES: '2048',
       FLOSTRA_API_URL: 'http://api:3000/',
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
@@ -77,6 +79,7 @@ describe('loadConfig', () => {
       databaseUrl: 'postgresql://u:p@localhost/flostra',
       kafkaBrokers: ['localhost:9092', '[::1]:9093'],
       tokensFile: '/etc/flostra/tokens.json',
+      tokensReload: 'sighup',
       maxBodyBytes: 2048,
       apiUrl: 'http://api:3000',
       workerToken: 'secret-worker-token',
@@ -114,6 +117,7 @@ describe('loadConfig', () => {
       ['KAFKA_BROKERS', 'a:1,b:0', 'KAFKA_BROKERS: expected a comma-separated list of host:port'],
       ['FLOSTRA_MAX_BODY_BYTES', '1mb', 'FLOSTRA_MAX_BODY_BYTES: expected a positive integer number of bytes, got "1mb"'],
       ['FLOSTRA_MAX_BODY_BYTES', '0', 'FLOSTRA_MAX_BODY_BYTES: expected a positive integer number of bytes'],
+      ['FLOSTRA_TOKENS_RELOAD', 'never', 'FLOSTRA_TOKENS_RELOAD: expected watch or sighup, got "never"'],
       ['LOG_LEVEL', 'loud', 'LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"'],
       ['FLOSTRA_API_URL', 'ftp://api', 'FLOSTRA_API_URL: expected an http:// or https:// URL of the api, got "ftp://api"'],
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],

@@ -90,6 +90,10 @@ const envSchema = z.object({
     return brokers.length > 0 && brokers.every(valid) ? brokers : fail(ctx, 'expected a comma-separated list of host:port');
   }),
   FLOSTRA_TOKENS_FILE: optional.transform((raw) => (raw === undefined ? null : resolve(raw))),
+  FLOSTRA_TOKENS_RELOAD: optional.transform((raw, ctx) => {
+    const mode = raw?.toLowerCase() ?? 'watch';
+    return mode === 'watch' || mode === 'sighup' ? mode : fail(ctx, 'expected watch or sighup');
+  }),
   FLOSTRA_MAX_BODY_BYTES: optional.transform((raw, ctx) => {
     if (raw === undefined) return DEFAULT_MAX_BODY_BYTES;
     const bytes = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
@@ -147,10 +151,12 @@ function toConfig(env: Env) {
     kafkaBrokers: env.KAFKA_BROKERS as readonly string[] | null,
     /** Absolute path, or null: dev tokens are generated (embedded mode only). */
     tokensFile: env.FLOSTRA_TOKENS_FILE,
+    /** When the tokens file is read again: `watch`, on every change and on SIGHUP; `sighup`, on SIGHUP only. */
+    tokensReload: env.FLOSTRA_TOKENS_RELOAD,
     maxBodyBytes: env.FLOSTRA_MAX_BODY_BYTES,
     /** Where a worker reaches the api; null: this process's own listener. */
     apiUrl: env.FLOSTRA_API_URL,
-    /** Bearer token of the worker role; null: the dev worker token (embedded mode). */
+    /** Bearer token of the worker role; null: the dev worker token (embedded mode without a tokens file only). */
     workerToken: env.FLOSTRA_WORKER_TOKEN,
     /** Attempts one worker process runs at once. */
     workerConcurrency: env.FLOSTRA_WORKER_CONCURRENCY,

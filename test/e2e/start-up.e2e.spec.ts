@@ -137,6 +137,43 @@ describe('npm start, as a person sees it', () => {
     ]);
   });
 
+  it.each([
+    ['is not JSON', '{ "tokens": [', /^flostra: invalid configuration: FLOSTRA_TOKENS_FILE: .*tokens\.json is not valid JSON$/],
+    [
+      'repeats a token',
+      JSON.stringify({
+        tokens: [
+          { token: 'r'.repeat(32), subject: 'ops', global: ['system-admin'] },
+          { token: 'r'.repeat(32), subject: 'intruder', global: ['system-admin'] },
+        ],
+      }),
+      /^flostra: invalid configuration: FLOSTRA_TOKENS_FILE: .*tokens\.json: tokens\.1\.token: the same token appears twice \(also in tokens\.0\)$/,
+    ],
+  ])('refuses a tokens file that %s in one line, and exits with 2', async (_what, content, line) => {
+    const tokensFile = join(mkdtempSync(join(scratch, 'tokens-')), 'tokens.json');
+    writeFileSync(tokensFile, content);
+    const run = await runToExit({ FLOSTRA_TOKENS_FILE: tokensFile });
+    expect(run.code).toBe(2);
+    expect(lines(run.stderr)).toEqual([expect.stringMatching(line)]);
+    expect(run.stderr).not.toContain('r'.repeat(32));
+    expect(run.stdout).toBe('');
+  });
+
+  it('says what the worker role is missing when a tokens file replaces the dev tokens, and exits with 2', async () => {
+    const tokensFile = join(mkdtempSync(join(scratch, 'tokens-')), 'tokens.json');
+    writeFileSync(tokensFile, JSON.stringify({ tokens: [{ token: 'a'.repeat(32), subject: 'ops', workspaces: { acme: 'admin' } }] }));
+    const run = await runToExit({ FLOSTRA_TOKENS_FILE: tokensFile });
+    expect(run.code).toBe(2);
+    expect(lines(run.stderr)).toEqual([
+      expect.stringMatching(
+        /^flostra: invalid configuration: FLOSTRA_WORKER_TOKEN: the worker role needs a bearer token with the global worker role/,
+      ),
+    ]);
+    expect(run.stderr).toContain(`FLOSTRA_TOKENS_FILE (${tokensFile}) is set, so no dev worker token is generated`);
+    expect(run.stderr).toContain('leave worker out of FLOSTRA_ROLES');
+    expect(run.stderr).not.toContain('outside embedded mode');
+  });
+
   it('says the port is in use, without a stack trace', async () => {
     const { server, port } = await occupiedPort();
     try {

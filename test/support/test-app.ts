@@ -1,6 +1,7 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp } from '../../src/app/create-app.js';
 import { TokenRegistry } from '../../src/auth/token-registry.js';
+import { loadTokens } from '../../src/auth/tokens.loader.js';
 import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
 import { loadConfig } from '../../src/config/config.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
@@ -128,6 +129,9 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   // FLOSTRA_TEST_LOG_LEVEL=error shows what a test's app logged, e.g. the cause of a 500.
   const logger = createLogger({ level: testLogLevel() });
   const bus = options.bus ?? new InProcessBus();
+  // With FLOSTRA_TOKENS_FILE in `env`, the grants come from that file and follow its changes, as in main.ts.
+  const tokens = config.tokensFile !== null ? await loadTokens(config, logger) : null;
+  if (config.tokensReload === 'watch') tokens?.reloader.watch();
   const app = await createApp({
     config,
     store: opened.store,
@@ -136,7 +140,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     clock,
     ids: randomIds,
     logger,
-    registry: new TokenRegistry(ENTRIES),
+    registry: tokens?.registry ?? new TokenRegistry(ENTRIES),
     projector: options.projector,
   });
   // Every response of every suite is checked against its route's OpenAPI contract.
@@ -150,7 +154,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     worker = createWorker({
       bus,
       apiUrl: url,
-      token: TOKENS.worker,
+      token: config.workerToken ?? TOKENS.worker,
       logger,
       concurrency: settings.concurrency ?? 4,
       egressAllow: settings.egressAllow ?? [],
@@ -173,6 +177,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
       for (const definition of PROJECTION_DEFINITIONS) await consistency.waitFor(definition.name, { kind: 'position', position: target });
     },
     async close() {
+      tokens?.reloader.close();
       await worker?.stop();
       await app.close();
       if (!options.bus) await bus.close();
