@@ -203,6 +203,7 @@ describe('the HTTP shell', () => {
       ['stale_attempt', 409],
       ['lease_expired', 409],
       ['approval_mismatch', 409],
+      ['secret_not_found', 409],
       ['concurrency_conflict', 409],
       ['payload_too_large', 413],
       ['unsupported_media_type', 415],
