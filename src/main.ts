@@ -12,6 +12,7 @@ import { openInfrastructure } from './app/infrastructure.js';
 import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
 import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
 import { describeStartFailure, printBanner } from './app/banner.js';
+import { withEmbeddedSecretsKey } from './secrets/infrastructure/secrets-key-file.js';
 
 /** Known once the configuration is: a failure to write there or to listen is then told as such. */
 let configForErrors: { dataDir?: string; host?: string } = {};
@@ -23,9 +24,11 @@ async function main(): Promise<void> {
   const { logger, started } = quietUntilStarted(createLogger({ level: config.logLevel }));
   if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started);
   const { registry, devTokens } = await loadTokens(config);
+  // Embedded without FLOSTRA_SECRETS_KEY: the key file in the data directory (made on the first start).
+  const appConfig = runsRole(config, 'api') ? await withEmbeddedSecretsKey(config) : config;
   const infra = await openInfrastructure(config, logger);
   const app = await createApp({
-    config,
+    config: appConfig,
     store: infra.store,
     readModelSql: infra.readModelSql,
     bus: infra.bus,
@@ -62,7 +65,7 @@ async function main(): Promise<void> {
     });
     await worker.start();
   }
-  printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
+  printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config), secretsKeyFile: appConfig.secretsKeyFile });
   started();
 
   let stopping = false;
