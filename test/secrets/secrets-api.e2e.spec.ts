@@ -27,6 +27,7 @@ const usingSecrets = {
       },
     },
   ],
+  edges: [],
 };
 
 describe.each(STORE_KINDS)('secrets over HTTP (%s)', (kind) => {
