@@ -1,7 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigError } from '../../config/config.js';
 import { LOGGER, type Logger } from '../../core/logger.js';
-import { runTicker } from '../../core/ticker.js';
 import { SecretStreams } from '../application/secret-streams.js';
 import { openSecret, sealSecret } from './secret-cipher.js';
 import { SecretValues } from './secret-values.table.js';
@@ -25,9 +25,9 @@ export interface MaintenanceReport {
 /**
  * The api's housekeeping of `secret_values` (docs/operations.md, "Secrets key and rotation"):
  * at start, it refuses to run when stored values are encrypted under a key it does not hold;
- * then, at once and every 10 minutes, it re-encrypts rows sealed under a previous key with the
- * current one (rows change, events never do) and removes rows no event references: those of a
- * put whose append failed, and replaced or deleted versions a crash left behind. Several api
+ * then, before it serves and every 10 minutes after, it re-encrypts rows sealed under a previous
+ * key with the current one (rows change, events never do) and removes rows no event references:
+ * those of a put whose append failed, and replaced or deleted versions a crash left behind. Several api
  * processes may do it at once: a re-encryption only replaces a row still under the key it read,
  * and removals are idempotent.
  */
@@ -46,16 +46,24 @@ export class SecretsMaintenance implements OnApplicationBootstrap, OnApplication
     this.log = logger.child({ component: 'secrets' });
   }
 
+  /** Before the api serves: the keys are checked and every row under a previous key re-encrypted. */
   async onApplicationBootstrap(): Promise<void> {
     await this.checkKeys();
-    this.loop = runTicker(this.stop.signal, {
-      tickMs: SECRETS_MAINTENANCE_PERIOD_MS,
-      tick: async () => {
+    await this.runOnce();
+    this.loop = this.every(SECRETS_MAINTENANCE_PERIOD_MS);
+  }
+
+  private async every(periodMs: number): Promise<void> {
+    const { signal } = this.stop;
+    while (!signal.aborted) {
+      await sleep(periodMs, undefined, { signal }).catch(() => undefined);
+      if (signal.aborted) return;
+      try {
         await this.runOnce();
-        return false;
-      },
-      onError: (error, failures) => this.log.warn('secrets maintenance failed; will try again', { error: String(error), failures }),
-    });
+      } catch (error) {
+        this.log.warn('secrets maintenance failed; it runs again in 10 minutes', { error: String(error) });
+      }
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
