@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import kafkajs from 'kafkajs';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { TOPICS } from '../../src/core/bus.port.js';
@@ -25,6 +23,7 @@ import {
   runCanaryWorkflows,
   type CanaryActors,
 } from '../support/secrets/canary.js';
+import { MAIN, startEmbedded } from '../support/secrets/embedded.js';
 import { startTestApp, TOKENS } from '../support/test-app.js';
 
 /**
@@ -38,8 +37,6 @@ import { startTestApp, TOKENS } from '../support/test-app.js';
  * the only place it may be.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const TERMINAL_EVENT = /event: Execution(Succeeded|Failed|Cancelled|TimedOut)\n/;
 
 describe('secret values never leave the process (the canary)', () => {
@@ -123,7 +120,7 @@ describe('secret values never leave the process (the canary)', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'flostra-canary-'));
     let happyOutput: unknown;
     try {
-      const server = await startEmbedded(dataDir);
+      const server = await startEmbedded(dataDir, { LOG_LEVEL: 'debug' });
       try {
         const tokens = JSON.parse(readFileSync(join(dataDir, 'dev-tokens.json'), 'utf8')) as { workspace: string; admin: string };
         const api = client(server.url, { onResponse: (r) => evidence.add(`response ${r.method} ${r.path} → ${r.status}`, r.text) });
@@ -163,40 +160,4 @@ async function ensureTopic(brokers: string[], topic: string): Promise<void> {
   } finally {
     await admin.disconnect();
   }
-}
-
-/** `npm start` on `dataDir`, every role, logging at debug, its http nodes allowed to reach 127.0.0.1. */
-async function startEmbedded(dataDir: string): Promise<{ url: string; output: () => string; stop: () => Promise<void> }> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    FLOSTRA_DATA_DIR: dataDir,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'debug',
-    FLOSTRA_EGRESS_ALLOW: '127.0.0.1/32',
-  };
-  for (const name of ['EVENT_STORE_URL', 'DATABASE_URL', 'KAFKA_BROKERS', 'FLOSTRA_TOKENS_FILE', 'FLOSTRA_ROLES', 'FLOSTRA_SECRETS_KEY'])
-    delete env[name];
-  delete env['FLOSTRA_SECRETS_PREVIOUS_KEYS'];
-  const child: ChildProcess = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await eventually(
-    () => {
-      if (child.exitCode !== null) throw new Error(`flostra exited with ${child.exitCode}:\n${output}`);
-      return /Flostra is listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1] ?? false;
-    },
-    { what: () => `the embedded server to listen:\n${output.slice(-4000)}`, timeoutMs: 60_000 },
-  );
-  return {
-    url,
-    output: () => output,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      const code = await exited;
-      expect(code).toBe(0);
-    },
-  };
 }
