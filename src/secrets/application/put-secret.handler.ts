@@ -33,7 +33,8 @@ export class PutSecretCommand extends Command<PutSecretResult> {
 const MAX_VERSION_RACES = 10;
 
 /**
- * Puts a new version of a secret without a dual write (docs/architecture.md, "Secrets"): the
+ * Promise 12 (docs/architecture.md): the value goes to `secret_values` as ciphertext, the event
+ * carries only the row's id. Puts a new version of a secret without a dual write (docs/architecture.md, "Secrets"): the
  * value is sealed into a new `secret_values` row first, bound to the version the stream says is
  * next; then one append of SecretPut, expecting that version, commits it. A row whose append
  * failed is referenced by nothing and inert (removed here if possible, else by the clean-up); a

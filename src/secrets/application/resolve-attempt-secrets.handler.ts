@@ -30,7 +30,8 @@ export class ResolveAttemptSecretsQuery extends Query<ResolvedSecrets> {
 const MAX_READS = 3;
 
 /**
- * A worker's resolution of the secrets its claimed graph references (docs/api.md, "Worker
+ * Promise 12 (docs/architecture.md): the only answer that carries values. A worker's resolution
+ * of the secrets its claimed graph references (docs/api.md, "Worker
  * protocol"): a query on the live claim, not an event, so it appends nothing. It answers only
  * the current claim of the attempt, with the very fence heartbeats pass (attempt, worker,
  * fencing token, lease), and only names the execution's own graph references; secrets come

@@ -38,8 +38,8 @@ export class AttemptRunner {
 
   async run(dispatch: DispatchMessage): Promise<AttemptEnd> {
     const { client, workerId, logger } = this.options;
-    // One redactor per attempt: the node outputs and errors, the results on the bus, the fallback
-    // complete call and every log line of the attempt pass through it (docs/architecture.md, "Secrets").
+    // Promise 12 (docs/architecture.md): one redactor per attempt; the node outputs and errors, the
+    // results on the bus, the fallback complete call and every log line of the attempt pass through it.
     const redactor = new SecretRedactor();
     const log = redactingLogger(logger, redactor).child({ executionId: dispatch.executionId, attemptId: dispatch.attemptId });
     let claim: ClaimReply;
