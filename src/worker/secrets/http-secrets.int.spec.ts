@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ServerResponse } from 'node:http';
 import type { NodeOfType } from '../../workflows/domain/workflow-graph.schema.js';
 import { graphOf } from '../../../test/support/worker/dag/scripted-nodes.js';
 import { json, redirect, startLoopbackServer, type LoopbackServer } from '../../../test/support/worker/egress/loopback-server.js';
@@ -40,11 +41,10 @@ describe('an http node that references secrets', () => {
     return redactingExecutor((node, ctx) => http(node as NodeOfType<'http'>, ctx), secrets, redactor)(httpNode(config), contextFor('H'));
   }
 
-  const echo =
-    (status: number) => (request: { headers: object; body: string; path: string }, response: import('node:http').ServerResponse) =>
-      void response
-        .writeHead(status, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ headers: request.headers, body: request.body, path: request.path }));
+  const echo = (status: number) => (request: { headers: object; body: string; path: string }, response: ServerResponse) =>
+    void response
+      .writeHead(status, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ headers: request.headers, body: request.body, path: request.path }));
 
   beforeAll(async () => {
     first = await startLoopbackServer('127.0.0.1');
