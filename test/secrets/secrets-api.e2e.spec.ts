@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import { BarrierServer } from '../support/barrier-server.js';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { publish } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
@@ -249,5 +251,60 @@ describe('an api without a secrets key', () => {
     expect(response.status).toBe(503);
     expect(response.body.detail).toContain('FLOSTRA_SECRETS_KEY');
     expect(await t.store.headPosition()).toBe(head);
+  });
+});
+
+describe('a secret deleted after the start, with a worker', () => {
+  const barrier = new BarrierServer();
+  let t: TestApp;
+  let api: ApiClient;
+
+  beforeAll(async () => {
+    await barrier.start();
+    t = await startTestApp(
+      'pglite',
+      { FLOSTRA_SECRETS_KEY: randomBytes(32).toString('hex') },
+      { worker: { egressAllow: ['127.0.0.1/32'] } },
+    );
+    api = client(t.url);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await barrier.stop();
+  });
+
+  it('fails the node that needs it with secret_not_found, not retried, and the attempt ends', async () => {
+    const graph = {
+      nodes: [
+        { id: 'gate', type: 'http', config: { method: 'GET', url: `${barrier.url}/hold/gate` } },
+        {
+          id: 'call',
+          type: 'http',
+          config: { method: 'GET', url: `${barrier.url}/echo/call`, headers: { 'X-Key': '{{secret:GONE}}' } },
+          retry: { maxAttempts: 3, initialIntervalMs: 0, maxIntervalMs: 0 },
+        },
+      ],
+      edges: [{ from: 'gate', to: 'call' }],
+      retry: { maxAttempts: 2, initialIntervalMs: 0, maxIntervalMs: 0 },
+    };
+    await publish(api, 'loses-its-secret', graph);
+    await api.put(secretsPath('GONE'), { token: TOKENS.adminA, body: { value: 'soon gone' } });
+    const started = await api.post('/v1/workspaces/ws-a/workflows/loses-its-secret/executions', { token: TOKENS.operatorA, body: {} });
+    expect(started.status).toBe(201);
+    await eventually(() => barrier.heldCount('gate') === 1, 'the first node to be in flight');
+    expect((await api.request('DELETE', secretsPath('GONE'), { token: TOKENS.adminA })).status).toBe(204);
+    barrier.release('gate');
+
+    const view = await eventually(async () => {
+      const body = (await api.get(`/v1/executions/${started.body.executionId}`, { token: TOKENS.viewerA })).body;
+      return ['succeeded', 'failed', 'timed_out', 'cancelled'].includes(body.status) ? body : false;
+    }, 'the execution to end');
+    expect(view).toMatchObject({ status: 'failed', error: { code: 'secret_not_found', retryable: false } });
+    expect(view.attempts).toHaveLength(1);
+    expect(view.nodes.find((n: { nodeId: string }) => n.nodeId === 'call')).toMatchObject({
+      status: 'failed',
+      error: { code: 'secret_not_found' },
+    });
+    expect(barrier.hits.get('call')).toBeUndefined();
   });
 });
