@@ -4,7 +4,7 @@ import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { publish } from '../support/scenario.js';
-import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { ALL_STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
 /**
  * Secrets by reference over HTTP (docs/api.md, "Secrets"): put, list and delete without a value
@@ -32,7 +32,7 @@ const usingSecrets = {
   edges: [],
 };
 
-describe.each(STORE_KINDS)('secrets over HTTP (%s)', (kind) => {
+describe.each(ALL_STORE_KINDS)('secrets over HTTP (%s)', (kind) => {
   let t: TestApp;
   let api: ApiClient;
   const value = `value-${randomBytes(16).toString('hex')}`;
