@@ -12,6 +12,7 @@ import { openInfrastructure } from './app/infrastructure.js';
 import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
 import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
 import { describeStartFailure, printBanner } from './app/banner.js';
+import { withEmbeddedSecretsKey } from './secrets/infrastructure/secrets-key-file.js';
 
 /** Known once the configuration is: a failure to write there or to listen is then told as such. */
 let configForErrors: { dataDir?: string; host?: string } = {};
@@ -30,9 +31,11 @@ async function main(): Promise<void> {
   if (config.tokensReload === 'watch') tokens.reloader.watch();
   const { registry, devTokens } = tokens;
   const workerToken = runsRole(config, 'worker') ? workerTokenOf(config, tokens) : null;
+  // Embedded without FLOSTRA_SECRETS_KEY: the key file in the data directory (made on the first start).
+  const appConfig = runsRole(config, 'api') ? await withEmbeddedSecretsKey(config) : config;
   const infra = await openInfrastructure(config, logger);
   const app = await createApp({
-    config,
+    config: appConfig,
     store: infra.store,
     readModelSql: infra.readModelSql,
     bus: infra.bus,
@@ -80,7 +83,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT').catch(stopFailed));
   process.on('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
-  printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config) });
+  printBanner({ url, devTokens, dataDir: config.dataDir, embedded: isEmbedded(config), secretsKeyFile: appConfig.secretsKeyFile });
   started();
 }
 

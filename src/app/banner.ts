@@ -4,10 +4,18 @@ import { ConfigError } from '../config/config.js';
 import { DEMO_WORKFLOW_NAME } from './demo-workflow.js';
 
 /** What a person sees after `npm start`: where it listens, the dev tokens, and a first command. */
-export function printBanner(options: { url: string; devTokens: DevTokens | null; dataDir: string; embedded: boolean }): void {
+export function printBanner(options: {
+  url: string;
+  devTokens: DevTokens | null;
+  dataDir: string;
+  embedded: boolean;
+  /** The embedded secrets key file in use, if any: its path is shown, never the key. */
+  secretsKeyFile?: string | null;
+}): void {
   const { url, devTokens } = options;
   const lines = [``, `Flostra is listening on ${url}`];
   if (options.embedded) lines.push(`Embedded mode: PGlite and in-process bus, data in ${options.dataDir}`);
+  if (options.secretsKeyFile) lines.push(`Secrets are encrypted with the key in ${options.secretsKeyFile} (back it up with the data)`);
   if (devTokens) {
     lines.push(
       `Dev admin token  (admin of workspace "${devTokens.workspace}", system-admin): ${devTokens.admin}`,

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
+import { inspect } from 'node:util';
 import { ConfigError, DEFAULT_MAX_BODY_BYTES, isEmbedded, loadConfig, PROCESS_ROLES } from './config.js';
 
 function configError(env: NodeJS.ProcessEnv): ConfigError {
@@ -68,8 +70,12 @@ describe('loadConfig', () => {
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
+      FLOSTRA_SECRETS_KEY: 'ab'.repeat(32),
+      FLOSTRA_SECRETS_PREVIOUS_KEYS: 'cd'.repeat(32),
       LOG_LEVEL: 'DEBUG',
     });
+    expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
+    expect(config.secretsPreviousKeys.map((key) => key.bytes)).toEqual([Buffer.alloc(32, 0xcd)]);
     expect(config).toEqual({
       host: '0.0.0.0',
       port: 0,
@@ -86,6 +92,9 @@ describe('loadConfig', () => {
       workerConcurrency: 16,
       projectorGatherMs: 0,
       egressAllow: ['10.1.0.0/16', '.corp.example'],
+      secretsKey: expect.anything(),
+      secretsPreviousKeys: [expect.anything()],
+      secretsKeyFile: null,
       logLevel: 'debug',
     });
     expect(isEmbedded(config)).toBe(false);
@@ -138,10 +147,60 @@ describe('loadConfig', () => {
       expect(error.variables).toEqual(['PORT', 'LOG_LEVEL']);
     });
 
+    it.each([
+      ['too short', randomBytes(16).toString('base64')],
+      ['too long', randomBytes(33).toString('hex')],
+      ['not base64 or hex', 'correct horse battery staple, correct horse!'],
+    ])('refuses a secrets key that is %s, in one line that does not echo it', (_why, key) => {
+      const error = configError({ FLOSTRA_SECRETS_KEY: key });
+      expect(error.message).toBe(
+        'FLOSTRA_SECRETS_KEY: expected 32 bytes written as base64 (44 characters) or hex (64 characters), got a value not shown here',
+      );
+      expect(error.message).not.toContain(key);
+    });
+
+    it('names the previous key that is not one, without echoing any', () => {
+      const good = randomBytes(32).toString('hex');
+      const error = configError({ FLOSTRA_SECRETS_PREVIOUS_KEYS: `${good}, not-a-key` });
+      expect(error.variables).toEqual(['FLOSTRA_SECRETS_PREVIOUS_KEYS']);
+      expect(error.message).toContain('entry 2 is not one');
+      expect(error.message).not.toContain(good);
+    });
+
     it('never echoes a database URL, which may hold a password', () => {
       const error = configError({ DATABASE_URL: 'mysql://admin:s3cret@db/x' });
       expect(error.message).not.toContain('s3cret');
       expect(error.message).toContain('DATABASE_URL');
+    });
+  });
+
+  describe('secrets keys', () => {
+    const bytes = randomBytes(32);
+
+    it.each([
+      ['base64', bytes.toString('base64')],
+      ['base64url', bytes.toString('base64url')],
+      ['hex', bytes.toString('hex')],
+      ['upper-case hex', bytes.toString('hex').toUpperCase()],
+    ])('reads a 32-byte key written in %s', (_format, text) => {
+      expect(loadConfig({ FLOSTRA_SECRETS_KEY: text }).secretsKey?.bytes).toEqual(bytes);
+    });
+
+    it('reads previous keys as a comma list, and none by default', () => {
+      const other = randomBytes(32);
+      const config = loadConfig({ FLOSTRA_SECRETS_PREVIOUS_KEYS: `${bytes.toString('hex')} , ${other.toString('base64')}` });
+      expect(config.secretsPreviousKeys.map((key) => key.bytes)).toEqual([bytes, other]);
+      expect(loadConfig({}).secretsKey).toBeNull();
+      expect(loadConfig({}).secretsPreviousKeys).toEqual([]);
+    });
+
+    it('never shows a key when the configuration is printed or serialized', () => {
+      const config = loadConfig({ FLOSTRA_SECRETS_KEY: bytes.toString('hex'), FLOSTRA_SECRETS_PREVIOUS_KEYS: bytes.toString('base64') });
+      for (const text of [JSON.stringify(config), inspect(config, { depth: 10, showHidden: true })]) {
+        expect(text).not.toContain(bytes.toString('hex'));
+        expect(text).not.toContain(bytes.toString('base64'));
+        expect(text).toContain('[secret key]');
+      }
     });
   });
 });

@@ -25,6 +25,40 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * 32 bytes of an encryption key read from the environment. It shows itself as `[secret key]`
+ * to JSON and to `util.inspect`, so a configuration that is logged or printed never carries it.
+ */
+export class SecretKeyBytes {
+  readonly #bytes: Buffer;
+
+  constructor(bytes: Buffer) {
+    this.#bytes = Buffer.from(bytes);
+  }
+
+  get bytes(): Buffer {
+    return this.#bytes;
+  }
+
+  toJSON(): string {
+    return '[secret key]';
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return '[secret key]';
+  }
+}
+
+/** A 32-byte key written as 64 hex digits or as base64 / base64url (43 characters, or 44 with its `=`); null otherwise. */
+export function parseSecretKeyText(text: string): SecretKeyBytes | null {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return new SecretKeyBytes(Buffer.from(text, 'hex'));
+  if (!/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) return null;
+  const bytes = Buffer.from(text.replaceAll('-', '+').replaceAll('_', '/'), 'base64');
+  return bytes.length === 32 ? new SecretKeyBytes(bytes) : null;
+}
+
+const KEY_FORMAT = '32 bytes written as base64 (44 characters) or hex (64 characters)';
+
 type Ctx = z.RefinementCtx;
 
 /** Adds one issue and yields z.NEVER, so each variable's parser reads as one expression. */
@@ -125,6 +159,22 @@ const envSchema = z.object({
           .map((entry) => entry.trim())
           .filter((entry) => entry !== ''),
   ),
+  FLOSTRA_SECRETS_KEY: optional.transform((raw, ctx) => {
+    if (raw === undefined) return null;
+    return parseSecretKeyText(raw) ?? fail(ctx, `expected ${KEY_FORMAT}`);
+  }),
+  FLOSTRA_SECRETS_PREVIOUS_KEYS: optional.transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    const entries = raw
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+    const keys = entries.map(parseSecretKeyText);
+    const bad = keys.findIndex((key) => key === null);
+    return bad === -1
+      ? (keys as SecretKeyBytes[])
+      : fail(ctx, `expected a comma-separated list of keys of ${KEY_FORMAT}; entry ${bad + 1} is not one`);
+  }),
   LOG_LEVEL: optional.transform((raw, ctx) => {
     if (raw === undefined) return 'info';
     const level = raw.toLowerCase();
@@ -164,6 +214,12 @@ function toConfig(env: Env) {
     projectorGatherMs: env.FLOSTRA_PROJECTOR_GATHER_MS,
     /** CIDRs (`10.0.0.0/8`) and host names (`.example.com` for subdomains) http nodes may reach beyond the public internet. */
     egressAllow: env.FLOSTRA_EGRESS_ALLOW as readonly string[],
+    /** The key secrets are encrypted with; null: none configured (embedded mode then uses `secretsKeyFile`). */
+    secretsKey: env.FLOSTRA_SECRETS_KEY,
+    /** Keys secrets may still be encrypted with, readable until they are re-encrypted under `secretsKey`. */
+    secretsPreviousKeys: env.FLOSTRA_SECRETS_PREVIOUS_KEYS as readonly SecretKeyBytes[],
+    /** Where `secretsKey` was read from when it came from the embedded key file (set by the bootstrap), else null. */
+    secretsKeyFile: null as string | null,
     logLevel: env.LOG_LEVEL,
   };
 }
@@ -176,7 +232,13 @@ export type EventStoreConfig = AppConfig['eventStore'];
 export const APP_CONFIG = Symbol('AppConfig');
 
 // Values of these may carry credentials: an error message never echoes them.
-const SECRET_VARIABLES = new Set(['EVENT_STORE_URL', 'DATABASE_URL', 'FLOSTRA_WORKER_TOKEN']);
+const SECRET_VARIABLES = new Set([
+  'EVENT_STORE_URL',
+  'DATABASE_URL',
+  'FLOSTRA_WORKER_TOKEN',
+  'FLOSTRA_SECRETS_KEY',
+  'FLOSTRA_SECRETS_PREVIOUS_KEYS',
+]);
 
 /**
  * The one loader of the environment. Blank values count as unset. Throws a ConfigError whose

@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'stale_attempt'
   | 'lease_expired'
   | 'approval_mismatch'
+  | 'secret_not_found'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'concurrency_conflict'
@@ -87,6 +88,13 @@ export class IdempotencyConflictError extends DomainError {
 export class ApprovalMismatchError extends DomainError {
   constructor(message: string, details?: Record<string, unknown>) {
     super('approval_mismatch', message, details);
+  }
+}
+
+/** A graph references secrets its workspace does not hold (`missing` names them; never their values). */
+export class SecretNotFoundError extends DomainError {
+  constructor(readonly missing: readonly string[]) {
+    super('secret_not_found', `the workspace has no secret named ${missing.join(', ')}`, { missing: [...missing] });
   }
 }
 

@@ -144,6 +144,16 @@ describe('the HTTP shell', () => {
       expect(problem.detail).toMatch(/^malformed JSON body: /);
     });
 
+    it('never quotes the malformed body back: it may hold a secret value', async () => {
+      for (const body of ['{"value": hunter2secret}', '{"value": "hunter2secret', '{"value": "hunter2secret" "x"}']) {
+        const response = await fetch(`${base}/test/echo`, { method: 'POST', headers: json, body });
+        expect(response.status).toBe(400);
+        const text = await response.text();
+        expect(text).toMatch(/malformed JSON body: \w/);
+        expect(text).not.toContain('hunter');
+      }
+    });
+
     it('answers a non-JSON body with 415', async () => {
       const response = await fetch(`${base}/test/echo`, {
         method: 'POST',
@@ -203,6 +213,7 @@ describe('the HTTP shell', () => {
       ['stale_attempt', 409],
       ['lease_expired', 409],
       ['approval_mismatch', 409],
+      ['secret_not_found', 409],
       ['concurrency_conflict', 409],
       ['payload_too_large', 413],
       ['unsupported_media_type', 415],

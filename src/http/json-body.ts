@@ -41,6 +41,17 @@ interface BodyParserError {
 }
 
 /**
+ * The parser's reason without the text it quotes from the body (`Unexpected token 'h', "{"value":
+ * hunt"... is not valid JSON`): a body may carry a secret's value, and no answer echoes one.
+ * What is left names the kind of error and, when the parser gives it, the position.
+ */
+function withoutQuotedInput(message: string): string {
+  const reason = message.split(/['"]/, 1)[0].replace(/[\s,]+$/, '');
+  const position = /at position \d+/.exec(message)?.[0];
+  return position === undefined || reason.includes(position) ? reason : `${reason} (${position})`;
+}
+
+/**
  * Express error middleware placed right after the JSON parser: turns its errors into
  * DomainErrors so they reach the ProblemFilter with the right code.
  */
@@ -50,7 +61,7 @@ export function bodyParserErrors(limitBytes: number) {
     switch (type) {
       case 'entity.parse.failed':
         next(
-          new ValidationFailedError(`malformed JSON body: ${String((error as BodyParserError).message)}`, [
+          new ValidationFailedError(`malformed JSON body: ${withoutQuotedInput(String((error as BodyParserError).message))}`, [
             { path: 'body', message: 'not valid JSON (an object or array is expected)' },
           ]),
         );

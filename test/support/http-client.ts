@@ -12,8 +12,13 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
+export interface ClientOptions {
+  /** Sees every response's raw text (a test that searches what left the server records them). */
+  onResponse?: (response: { method: string; path: string; status: number; text: string }) => void;
+}
+
 /** A small JSON client for the API under test (loopback only). */
-export function client(baseUrl: string) {
+export function client(baseUrl: string, clientOptions: ClientOptions = {}) {
   async function request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<HttpResult<T>> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers['authorization'] = `Bearer ${options.token}`;
@@ -25,6 +30,7 @@ export function client(baseUrl: string) {
     }
     const response = await fetch(baseUrl + path, { method, headers, body });
     const text = await response.text();
+    clientOptions.onResponse?.({ method, path, status: response.status, text });
     let parsed: unknown = text;
     try {
       parsed = text === '' ? null : JSON.parse(text);

@@ -6,7 +6,7 @@ import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
 import { loadConfig } from '../../src/config/config.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { randomIds } from '../../src/core/ids.js';
-import { createLogger, type LogThreshold } from '../../src/core/logger.js';
+import { createLogger, type Logger, type LogThreshold } from '../../src/core/logger.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
@@ -73,6 +73,8 @@ export interface TestAppOptions {
   worker?: boolean | { concurrency?: number; egressAllow?: string[] };
   /** Projector tunables and hooks (batch sizes, fault injection). */
   projector?: Partial<ProjectorOptions>;
+  /** What the app and its worker log to; by default FLOSTRA_TEST_LOG_LEVEL's level on stdout. */
+  logger?: Logger;
 }
 
 /** Opens a fresh store of the given kind (in-memory PGlite, or a new database on the test server). */
@@ -127,7 +129,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   const clock = new AdjustableClock();
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
   // FLOSTRA_TEST_LOG_LEVEL=error shows what a test's app logged, e.g. the cause of a 500.
-  const logger = createLogger({ level: testLogLevel() });
+  const logger = options.logger ?? createLogger({ level: testLogLevel() });
   const bus = options.bus ?? new InProcessBus();
   // With FLOSTRA_TOKENS_FILE in `env`, the grants come from that file and follow its changes, as in main.ts.
   const tokens = config.tokensFile !== null ? await loadTokens(config, logger) : null;

@@ -1,7 +1,10 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
 import { sha256OfCanonical } from '../../core/canonical-json.js';
+import { NotFoundError, SecretNotFoundError } from '../../core/errors.js';
 import { uuidV5 } from '../../core/ids.js';
+import { SecretStreams } from '../../secrets/application/secret-streams.js';
+import { referencedSecretNames } from '../../workflows/domain/secret-references.js';
 import { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
 import { ExecutionStreams, positionOf } from './execution-streams.js';
 import type { StartExecutionBody } from './request-schemas.js';
@@ -30,6 +33,7 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
   constructor(
     private readonly executions: ExecutionStreams,
     private readonly workflows: WorkflowQueries,
+    private readonly secrets: SecretStreams,
   ) {}
 
   async execute({ principal, workspaceId, workflowName, idempotencyKey: key, body }: StartExecutionCommand): Promise<StartExecutionResult> {
@@ -39,6 +43,9 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
     // its expected revision lets exactly one ExecutionStarted in.
     const executionId = key ? uuidV5(`execution:${workspaceId}:${key}`) : this.executions.ids.uuid();
     const idempotency = key ? { key, fingerprint: sha256OfCanonical({ workflow: workflowName, body }) } : null;
+    // Secrets the graph references must exist now (a replay of an earlier start answers as it did).
+    const missing = await this.secrets.missing(workspaceId, referencedSecretNames(workflow.graph));
+    if (missing.length > 0 && !(key && (await this.started(executionId)))) throw new SecretNotFoundError(missing);
     const outcome = await this.executions.handle(
       executionId,
       {
@@ -68,5 +75,15 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
       replayed: outcome.appended === null,
       body: { executionId, workflowRevision: state.workflow.revision, status: 'queued', position },
     };
+  }
+
+  private async started(executionId: string): Promise<boolean> {
+    try {
+      await this.executions.load(executionId);
+      return true;
+    } catch (error) {
+      if (error instanceof NotFoundError) return false;
+      throw error;
+    }
   }
 }

@@ -111,9 +111,10 @@ function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEv
 
 /**
  * Promise 3 and 4 (docs/architecture.md): only the current claim (attempt + worker + fencing token) may act, and only
- * before its lease expires — checked here, on every command, not left to the watchdog.
+ * before its lease expires — checked here, on every command, not left to the watchdog. Exported for queries that
+ * answer only the live claim (a worker's secret resolution), with the very same fence.
  */
-function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): RunningAttempt {
+export function requireLiveClaim(s: StartedExecution, fence: Fence, now: Date): RunningAttempt {
   const attempt = currentAttempt(s);
   if (
     attempt === undefined ||

@@ -39,7 +39,7 @@ export const startExecutionContract = defineRoute({
   summary: 'Start an execution of a workflow',
   description:
     'Starts the latest revision of the workflow, or `revision`. With an Idempotency-Key, the same key and body again answer 200 with the same body, ' +
-    'and the same key with another body is 409 `idempotency_conflict`.',
+    'and the same key with another body is 409 `idempotency_conflict`. A graph that references secrets the workspace lacks is 409 `secret_not_found` (`missing` names them).',
   tags: TAGS,
   access: workspaceRole('operator', 'path'),
   params: z.object({ workspaceId: nameSchema, name: nameSchema }),
@@ -49,7 +49,15 @@ export const startExecutionContract = defineRoute({
     201: json('The execution was started; its first attempt is queued.', startedExecutionSchema),
     200: json('A replay: this Idempotency-Key and body started this execution before.', startedExecutionSchema),
   },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'idempotency_conflict', 'concurrency_conflict', 'unavailable'],
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'idempotency_conflict',
+    'secret_not_found',
+    'concurrency_conflict',
+    'unavailable',
+  ],
 });
 
 export const listExecutionsContract = defineRoute({

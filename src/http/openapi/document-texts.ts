@@ -13,6 +13,7 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   stale_attempt: 'the attempt is not current, or another claim holds it; do not run it.',
   lease_expired: 'the claim’s lease ran out; stop working on the attempt.',
   approval_mismatch: 'the action changed since it was shown for approval.',
+  secret_not_found: 'the graph references secrets the workspace does not hold (`missing` names them).',
   concurrency_conflict: 'concurrent writes kept conflicting; nothing was written, retry.',
   payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`).',
   unsupported_media_type: 'a body that is not JSON in UTF-8.',
@@ -43,6 +44,7 @@ export const PARAMETER_DESCRIPTIONS: Record<string, string> = {
 export const TAG_DESCRIPTIONS: Record<string, string> = {
   Workflows: 'Publish workflow graphs as immutable revisions, and read them.',
   Executions: 'Start, inspect, cancel, redrive and approve executions.',
+  Secrets: 'Store a workspace’s secrets for http nodes to reference by name; no endpoint ever returns a value.',
   'Worker protocol': 'How a worker claims an attempt, keeps its lease and reports the outcome.',
   'Live events': 'Execution events as Server-Sent Events, resumable without loss.',
   Admin: 'Read models: status, lag and rebuilds.',

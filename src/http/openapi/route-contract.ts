@@ -109,6 +109,7 @@ export const ERROR_ORDER = [
   'stale_attempt',
   'lease_expired',
   'approval_mismatch',
+  'secret_not_found',
   'concurrency_conflict',
   'payload_too_large',
   'unsupported_media_type',

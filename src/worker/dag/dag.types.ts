@@ -20,6 +20,14 @@ export interface NodeContext {
   readonly signal: AbortSignal;
   /** 1 for the first try of this node in this attempt. */
   readonly tryNumber: number;
+  /** The attempt's secrets, resolved on first use (docs/architecture.md, "Secrets"); absent when the run has none to give. */
+  readonly secrets?: SecretSource;
+}
+
+/** Where a node type that may reference secrets gets their values: asked once per attempt, when the first such node runs. */
+export interface SecretSource {
+  /** Every secret the graph references, by name; rejects with a NodeError when they cannot be had. */
+  values(): Promise<ReadonlyMap<string, string>>;
 }
 
 /**

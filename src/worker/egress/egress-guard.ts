@@ -25,6 +25,10 @@ export interface EgressRequest {
   readonly body?: string;
   /** Covers every hop and the body; abort it for cancellation and for timeouts. */
   readonly signal: AbortSignal;
+  /** More headers meant for the first origin only (e.g. those that carry a secret): dropped across origins, like Authorization. */
+  readonly originBoundHeaders?: readonly string[];
+  /** The body is meant for the first origin only (it carries a secret): a redirect that would resend it elsewhere is refused. */
+  readonly originBoundBody?: boolean;
 }
 
 export interface EgressResponse {
@@ -99,7 +103,14 @@ export function createEgressGuard(options: EgressGuardOptions = {}): EgressGuard
         body = undefined;
         headers = without(headers, ['content-type', 'content-length']);
       }
-      if (next.origin !== target.url.origin) headers = without(headers, ORIGIN_BOUND_HEADERS);
+      if (next.origin !== target.url.origin) {
+        if (body !== undefined && req.originBoundBody === true) {
+          throw new EgressDeniedError(
+            `egress refused: a redirect from ${target.url.host} to ${next.host} would send a body that carries secrets to another origin`,
+          );
+        }
+        headers = without(headers, [...ORIGIN_BOUND_HEADERS, ...(req.originBoundHeaders ?? []).map((name) => name.toLowerCase())]);
+      }
       url = next;
     }
   };

@@ -1,7 +1,10 @@
 import { NodeError } from '../dag/node-error.js';
 import { EgressError } from '../egress/egress-errors.js';
 import type { EgressGuard, EgressResponse } from '../egress/egress-guard.js';
+import type { NodeContext } from '../dag/dag.types.js';
 import type { NodeExecutor } from './node-executor.js';
+import { nodeSecretNames } from '../../workflows/domain/secret-references.js';
+import { substituteHttpSecrets, type HttpCallWithSecrets } from '../secrets/http-secrets.js';
 
 /** Response headers kept in the node's output; others (e.g. set-cookie) may carry secrets. */
 export const KEPT_RESPONSE_HEADERS = ['content-type', 'content-length', 'etag', 'last-modified', 'location', 'retry-after'];
@@ -35,7 +38,9 @@ export interface HttpNodeOutput {
  */
 export function createHttpNode(egress: EgressGuard): NodeExecutor<'http'> {
   return async (node, ctx) => {
-    const { method, url, headers, body, timeoutMs } = node.config;
+    const { method, timeoutMs } = node.config;
+    // Secret references get their values here, at call time only (docs/architecture.md, "Secrets").
+    const { url, headers, body, secretHeaders, secretBody } = await callOf(node, ctx.secrets);
     const timeout = AbortSignal.timeout(timeoutMs);
     const host = hostOf(url);
     let response: EgressResponse;
@@ -43,9 +48,11 @@ export function createHttpNode(egress: EgressGuard): NodeExecutor<'http'> {
       response = await egress.request({
         method,
         url,
-        headers: requestHeaders(headers ?? {}, ctx.idempotencyKey, body !== undefined),
+        headers: requestHeaders(headers, ctx.idempotencyKey, body !== undefined),
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.any([ctx.signal, timeout]),
+        originBoundHeaders: secretHeaders,
+        originBoundBody: secretBody,
       });
     } catch (error) {
       if (ctx.signal.aborted) throw error;
@@ -61,6 +68,14 @@ export function createHttpNode(egress: EgressGuard): NodeExecutor<'http'> {
     const output: HttpNodeOutput = { status, headers: keptHeaders(response.headers), body: decodeBody(response) };
     return output;
   };
+}
+
+async function callOf(node: Parameters<NodeExecutor<'http'>>[0], secrets: NodeContext['secrets']): Promise<HttpCallWithSecrets> {
+  const { url, headers, body } = node.config;
+  if (nodeSecretNames(node).length === 0) return { url, headers: headers ?? {}, body, secretHeaders: [], secretBody: false };
+  if (secrets === undefined)
+    throw new NodeError('secret_unavailable', `node ${node.id} references secrets, but this run cannot resolve them`, false);
+  return substituteHttpSecrets(node.config, await secrets.values());
 }
 
 function requestHeaders(configured: Record<string, string>, idempotencyKey: string, hasBody: boolean): Record<string, string> {

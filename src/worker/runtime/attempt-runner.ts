@@ -8,6 +8,10 @@ import type { DispatchMessage } from '../../dispatch/dispatch-message.js';
 import type { IngestWatch } from './ingest-watch.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { ResultPublisher } from './result-publisher.js';
+import { referencedSecretNames } from '../../workflows/domain/secret-references.js';
+import { AttemptSecrets } from '../secrets/attempt-secrets.js';
+import { redactingExecutor } from '../secrets/redacting-executor.js';
+import { redactingLogger, SecretRedactor } from '../secrets/secret-redactor.js';
 
 export interface AttemptRunnerOptions {
   bus: Bus;
@@ -34,7 +38,10 @@ export class AttemptRunner {
 
   async run(dispatch: DispatchMessage): Promise<AttemptEnd> {
     const { client, workerId, logger } = this.options;
-    const log = logger.child({ executionId: dispatch.executionId, attemptId: dispatch.attemptId });
+    // Promise 12 (docs/architecture.md): one redactor per attempt; the node outputs and errors, the
+    // results on the bus, the fallback complete call and every log line of the attempt pass through it.
+    const redactor = new SecretRedactor();
+    const log = redactingLogger(logger, redactor).child({ executionId: dispatch.executionId, attemptId: dispatch.attemptId });
     let claim: ClaimReply;
     try {
       claim = await client.claim(dispatch.executionId, dispatch.attemptId, workerId);
@@ -47,12 +54,16 @@ export class AttemptRunner {
     }
     const controller = new AbortController();
     const keeper = new LeaseKeeper(client, { ...claim, workerId }, controller, log);
-    const publisher = new ResultPublisher(this.options.bus, {
-      executionId: claim.executionId,
-      attemptId: claim.attemptId,
-      workerId,
-      fencingToken: claim.fencingToken,
-    });
+    const publisher = new ResultPublisher(
+      this.options.bus,
+      { executionId: claim.executionId, attemptId: claim.attemptId, workerId, fencingToken: claim.fencingToken },
+      { redact: (result) => redactor.value(result) },
+    );
+    const secrets = new AttemptSecrets(
+      referencedSecretNames(claim.workflow.graph),
+      (names) => client.resolveSecrets(claim.executionId, claim.attemptId, { workerId, fencingToken: claim.fencingToken, names }),
+      redactor,
+    );
     keeper.start();
     let published = false;
     try {
@@ -64,7 +75,7 @@ export class AttemptRunner {
         attemptId: claim.attemptId,
         signal: controller.signal,
         concurrency: this.options.nodeConcurrency,
-        executeNode: this.options.executeNode,
+        executeNode: redactingExecutor(this.options.executeNode, secrets, redactor),
         isPure: this.options.isPure,
         report: (event) => publisher.publish(event),
         // Results of pure nodes go out with the next result: all of a pure graph's, with the terminal one.
@@ -104,7 +115,7 @@ export class AttemptRunner {
       throw new Error(`unknown run outcome ${(result as { outcome: string }).outcome}`);
     } catch (error) {
       // Promise 6 (docs/architecture.md): a result that could not be published fails the attempt visibly.
-      return await this.failVisibly(claim, publisher, error, log);
+      return await this.failVisibly(claim, publisher, error, log, redactor);
     } finally {
       // Anything still held has no one left to travel with: the attempt ended without it.
       publisher.discard();
@@ -113,10 +124,16 @@ export class AttemptRunner {
     }
   }
 
-  private async failVisibly(claim: ClaimReply, publisher: ResultPublisher, cause: unknown, log: Logger): Promise<AttemptEnd> {
+  private async failVisibly(
+    claim: ClaimReply,
+    publisher: ResultPublisher,
+    cause: unknown,
+    log: Logger,
+    redactor: SecretRedactor,
+  ): Promise<AttemptEnd> {
     const error = {
       code: 'result_publish_failed',
-      message: `a result could not be published: ${String(cause)}`.slice(0, 1000),
+      message: redactor.text(`a result could not be published: ${String(cause)}`).slice(0, 1000),
       retryable: true,
     };
     log.error('attempt failed: results could not be published', { error: String(cause) });
@@ -126,12 +143,11 @@ export class AttemptRunner {
     } catch {
       // The bus is down: tell the control plane directly. If that fails too, the caller does not
       // commit the dispatch; the lease expires and the watchdog retries the attempt.
-      await this.options.client.complete(claim.executionId, claim.attemptId, {
-        workerId: this.options.workerId,
-        fencingToken: claim.fencingToken,
-        outcome: 'failed',
-        error,
-      });
+      await this.options.client.complete(
+        claim.executionId,
+        claim.attemptId,
+        redactor.value({ workerId: this.options.workerId, fencingToken: claim.fencingToken, outcome: 'failed', error }),
+      );
       return 'failed';
     }
   }

@@ -47,6 +47,35 @@ describe('ControlPlaneClient', () => {
     }
   });
 
+  it('resolves secrets as a map, keeping a name like __proto__, and refuses a reply that is not all text', async () => {
+    answers.set('/a-1/secrets', (res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"values":{"__proto__":"p","A":"a"}}'),
+    );
+    const client = new ControlPlaneClient(baseUrl, 'secret');
+    try {
+      const values = await client.resolveSecrets('e-1', 'a-1', { workerId: 'w-1', fencingToken: 2, names: ['A', '__proto__'] });
+      expect([...values]).toEqual([
+        ['__proto__', 'p'],
+        ['A', 'a'],
+      ]);
+      expect(received.at(-1)).toEqual({
+        path: '/v1/executions/e-1/attempts/a-1/secrets',
+        authorization: 'Bearer secret',
+        body: { workerId: 'w-1', fencingToken: 2, names: ['A', '__proto__'] },
+      });
+      answers.set('/a-1/secrets', json(200, { values: { A: 1 } }));
+      await expect(client.resolveSecrets('e-1', 'a-1', { workerId: 'w-1', fencingToken: 2, names: ['A'] })).rejects.toThrow(
+        ControlPlaneUnavailableError,
+      );
+      answers.set('/a-1/secrets', json(409, { code: 'secret_not_found', detail: 'the workspace has no secret named A' }));
+      await expect(client.resolveSecrets('e-1', 'a-1', { workerId: 'w-1', fencingToken: 2, names: ['A'] })).rejects.toMatchObject({
+        code: 'secret_not_found',
+      });
+    } finally {
+      client.close();
+    }
+  });
+
   describe('a won claim', () => {
     const reply = (digest: string, graph: unknown) => ({
       executionId: 'e-1',

@@ -31,6 +31,7 @@ const claimEnvelopeSchema = claimReplySchema.extend({ workflow: claimReplySchema
 const CHECKED_GRAPHS = 256;
 
 const heartbeatReplySchema = z.object({ leaseExpiresAt: z.string(), cancelRequested: z.boolean() });
+
 export type HeartbeatReply = z.infer<typeof heartbeatReplySchema>;
 
 /** The control plane said no (409/404): the worker must not run or must stop. */
@@ -89,6 +90,18 @@ export class ControlPlaneClient {
     return heartbeatReplySchema.parse(
       await this.post(`/v1/executions/${executionId}/attempts/${attemptId}/heartbeat`, { workerId, fencingToken }),
     );
+  }
+
+  /**
+   * The values of the secrets the claimed graph references (docs/api.md, "Worker protocol"):
+   * answered only to the live claim. The values are returned, never logged or kept.
+   */
+  async resolveSecrets(
+    executionId: string,
+    attemptId: string,
+    body: { workerId: string; fencingToken: number; names: readonly string[] },
+  ): Promise<ReadonlyMap<string, string>> {
+    return secretValuesOf(await this.post(`/v1/executions/${executionId}/attempts/${attemptId}/secrets`, body));
   }
 
   /** The fallback path when results cannot be published: report the failure synchronously. */
@@ -157,6 +170,20 @@ export class ControlPlaneClient {
       request.end(body);
     });
   }
+}
+
+/**
+ * `{ values: { NAME: value } }` as a map, checked by hand: a secret may be named `__proto__`,
+ * which an object schema would drop. Messages never show a value.
+ */
+function secretValuesOf(reply: unknown): Map<string, string> {
+  const values = typeof reply === 'object' && reply !== null ? (reply as { values?: unknown }).values : undefined;
+  if (typeof values !== 'object' || values === null || Array.isArray(values))
+    throw new ControlPlaneUnavailableError('the secrets reply has no values');
+  const entries = Object.entries(values);
+  if (entries.some(([, value]) => typeof value !== 'string'))
+    throw new ControlPlaneUnavailableError('the secrets reply holds a value that is not text');
+  return new Map(entries as [string, string][]);
 }
 
 /** The JSON object of an answer; null for an empty body, undefined for anything unreadable (a proxy's HTML page). */

@@ -25,6 +25,8 @@ export interface ResultPublisherOptions {
   holdMs?: number;
   /** Held bytes that go out first, on their own, rather than make one batch larger than this. */
   maxHeldBytes?: number;
+  /** Applied to every result before it is serialized (the attempt's secret redactor). */
+  redact?: (result: ResultBody) => ResultBody;
 }
 
 export const DEFAULT_HOLD_MS = 5;
@@ -53,6 +55,7 @@ export class ResultPublisher {
   private failure: { error: unknown } | undefined;
   private readonly holdMs: number;
   private readonly maxHeldBytes: number;
+  private readonly redact: (result: ResultBody) => ResultBody;
 
   constructor(
     private readonly bus: Bus,
@@ -61,6 +64,7 @@ export class ResultPublisher {
   ) {
     this.holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
     this.maxHeldBytes = options.maxHeldBytes ?? DEFAULT_MAX_HELD_BYTES;
+    this.redact = options.redact ?? ((result) => result);
   }
 
   /** Keeps `result` to travel with the next published one (or alone, within `holdMs`). Never throws. */
@@ -128,7 +132,7 @@ export class ResultPublisher {
       messageId: uuidV5(`${this.fence.attemptId}:${this.fence.fencingToken}:result:${sequence}`),
       ...this.fence,
       sequence,
-      ...result,
+      ...this.redact(result),
     };
     return { key: this.fence.executionId, value: JSON.stringify(message) };
   }

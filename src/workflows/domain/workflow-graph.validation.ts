@@ -4,6 +4,7 @@ import { findCycles, type GraphShape } from './graph.js';
 import { MAX_EDGES, MAX_GRAPH_BYTES, MAX_NODES, MAX_REPORTED_ISSUES } from './workflow-graph.limits.js';
 import { type WorkflowGraph, workflowGraphSchema } from './workflow-graph.schema.js';
 import { issuesFromZod } from './validation-issues.js';
+import { secretReferenceIssues } from './secret-references.js';
 
 export type DefinitionResult = { ok: true; graph: WorkflowGraph } | { ok: false; issues: ValidationIssue[] };
 
@@ -20,7 +21,11 @@ export function parseWorkflowDefinition(body: unknown): DefinitionResult {
   const parsed = workflowGraphSchema.safeParse(body);
   // Structure is checked even when some fields are invalid, so one round trip reports everything.
   const shape = parsed.success ? parsed.data : looseShape(body);
-  const issues = [...(parsed.success ? [] : issuesFromZod(parsed.error)), ...(shape ? validateGraphStructure(shape) : [])];
+  const issues = [
+    ...(parsed.success ? [] : issuesFromZod(parsed.error)),
+    ...(shape ? validateGraphStructure(shape) : []),
+    ...secretReferenceIssues(body),
+  ];
   if (issues.length === 0 && parsed.success) return { ok: true, graph: parsed.data };
   return { ok: false, issues: capped(issues) };
 }
