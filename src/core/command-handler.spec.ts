@@ -66,7 +66,7 @@ class CountingStore implements Pick<EventStore, 'readStream' | 'appendToStream'>
         streamId,
         revision: stream.length,
         position: String(stream.length).padStart(8, '0'),
-        metadata: {},
+        metadata: event.metadata ?? {},
         recordedAt: new Date(0).toISOString(),
       });
     }
@@ -220,6 +220,22 @@ describe('handleCommands: several commands, one append', () => {
       ['Deposited'],
     ]);
     expect(types()).toEqual(['Opened', 'Deposited']);
+  });
+
+  it('gives the events of each command the metadata of that command and the state it left', async () => {
+    const { common, store } = setup();
+    await handleCommands({
+      ...common,
+      // The actor of a real command rides in its metadata; here the command's own type stands in.
+      metadata: (state, command) => ({ decidedBy: command.type, balance: state.balance }),
+      commands: [{ type: 'Open' }, { type: 'Close' }, { type: 'Deposit', data: { amount: 2 } }, { type: 'Deposit', data: { amount: 3 } }],
+    });
+
+    expect(store.streams.get('account-1')!.map((e) => [e.type, e.metadata])).toEqual([
+      ['Opened', { decidedBy: 'Open', balance: 0 }],
+      ['Deposited', { decidedBy: 'Deposit', balance: 2 }],
+      ['Deposited', { decidedBy: 'Deposit', balance: 5 }],
+    ]);
   });
 
   it('writes nothing when a command fails with anything but a domain error', async () => {

@@ -15,8 +15,12 @@ export interface HandleCommandOptions<Command, Event extends DomainEvent, State>
   command: CommandInput<Command, State>;
   /** Id of the n-th event of this decision; deterministic when a retry must not add a second fact. */
   eventId: (index: number, event: Event) => string;
-  /** Envelope metadata of the appended events; a function sees the state after the decision. */
-  metadata?: Record<string, unknown> | ((state: State) => Record<string, unknown>);
+  /**
+   * Envelope metadata of the appended events. A function is asked once per command that decided
+   * events, with the command (its metadata names the actor) and the state its events left, and
+   * its answer goes on exactly those events.
+   */
+  metadata?: Record<string, unknown> | ((state: State, command: Command) => Record<string, unknown>);
   /** How many times to reload and decide again after a revision conflict. */
   maxConflictRetries?: number;
   /**
@@ -120,11 +124,15 @@ export async function handleCommands<Command, Event extends DomainEvent, State>(
       if (loaded.revision !== null) cache?.set(streamId, { revision: loaded.revision, state: loaded.state });
       return { ...outcome, appended: null };
     }
-    const metadata = typeof options.metadata === 'function' ? options.metadata(decided.state) : options.metadata;
+    const metadataOf = options.metadata;
+    const toAppend = decided.decisions.flatMap(({ command, state, events }) => {
+      const metadata = typeof metadataOf === 'function' ? metadataOf(state, command) : metadataOf;
+      return events.map((event) => ({ event, metadata }));
+    });
     try {
       const appended = await store.appendToStream(
         streamId,
-        decided.events.map((event, index) => ({ id: options.eventId(index, event), type: event.type, data: event.data, metadata })),
+        toAppend.map(({ event, metadata }, index) => ({ id: options.eventId(index, event), type: event.type, data: event.data, metadata })),
         { expectedRevision: loaded.revision === null ? 'no_stream' : loaded.revision },
       );
       cache?.set(streamId, { revision: appended.nextRevision, state: decided.state });
@@ -167,6 +175,9 @@ function decideAll<Command, Event extends DomainEvent, State>(
   let state = initial;
   const events: Event[] = [];
   const verdicts: BatchVerdict<Event>[] = [];
+  // Each accepted command with the events it decided and the state they left: the metadata of
+  // those events is the command's own (its actor), whatever the other commands of the batch.
+  const decisions: { command: Command; state: State; events: Event[] }[] = [];
   for (const input of commands) {
     try {
       const command = typeof input === 'function' ? (input as (state: State) => Command)(state) : input;
@@ -174,6 +185,7 @@ function decideAll<Command, Event extends DomainEvent, State>(
       state = decided.reduce((s, e) => decider.evolve(s, e), state);
       events.push(...decided);
       verdicts.push({ events: decided });
+      if (decided.length > 0) decisions.push({ command, state, events: decided });
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       verdicts.push({ rejected: error });
@@ -183,5 +195,5 @@ function decideAll<Command, Event extends DomainEvent, State>(
   // revision proves the state current) or refuses for good; a replay or another refusal may
   // differ on the current state.
   const decidedForGood = verdicts.every((v) => ('events' in v ? v.events.length > 0 : v.rejected.final));
-  return { state, events, verdicts, decidedForGood };
+  return { state, events, verdicts, decisions, decidedForGood };
 }
