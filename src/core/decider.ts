@@ -8,7 +8,10 @@ export interface DomainEvent<Type extends string = string, Data = unknown> {
 export interface CommandMetadata {
   /** Time of the command, read once from the one clock by the handler. */
   now: Date;
-  /** Subject of the caller (token subject or worker id). */
+  /**
+   * Who commands: the caller's token subject, `worker:<workerId>` or `system:<role>` (core/actors.ts).
+   * Recorded as `metadata.actor` on every event the command appends.
+   */
   actor: string;
 }
 

@@ -1,5 +1,6 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { type Principal, requireGlobalRole } from '../../auth/authorization.js';
+import { workerActor } from '../../core/actors.js';
 import type { WorkflowSnapshot } from '../domain/execution.events.js';
 import { ExecutionStreams } from './execution-streams.js';
 import { runningAttempt } from './running-attempt.js';
@@ -44,7 +45,7 @@ export class ClaimAttemptHandler implements ICommandHandler<ClaimAttemptCommand>
     const outcome = await this.executions.handle(executionId, {
       type: 'ClaimAttempt',
       data: { attemptId, workerId },
-      metadata: { now: this.executions.clock.now(), actor: workerId },
+      metadata: { now: this.executions.clock.now(), actor: workerActor(workerId) },
     });
     const { state, attempt } = runningAttempt(outcome, attemptId);
     const completedNodes: Record<string, unknown> = {};

@@ -1,5 +1,6 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { type Principal, requireGlobalRole } from '../../auth/authorization.js';
+import { workerActor } from '../../core/actors.js';
 import { NotFoundError } from '../../core/errors.js';
 import type { ExecutionStatus } from '../domain/execution.state.js';
 import { ExecutionStreams, lastPosition } from './execution-streams.js';
@@ -31,7 +32,7 @@ export class CompleteAttemptHandler implements ICommandHandler<CompleteAttemptCo
     const outcome = await this.executions.handle(executionId, {
       type: 'CompleteAttempt',
       data: { attemptId, ...body, nextAttemptId: this.executions.ids.uuid(), jitter: Math.random() },
-      metadata: { now: this.executions.clock.now(), actor: body.workerId },
+      metadata: { now: this.executions.clock.now(), actor: workerActor(body.workerId) },
     });
     if (outcome.state.status === 'not_started') throw new NotFoundError('execution not found');
     return { status: outcome.state.status, position: lastPosition(outcome) };

@@ -61,9 +61,10 @@ export class ExecutionStreams {
       parseEvent: parseExecutionEvent,
       eventId: eventId ?? (() => this.ids.uuid()),
       // The owning workspace rides on every event, so readers of the global log can route and
-      // authorize without folding the stream.
-      metadata: (state: ExecutionState) => ({
+      // authorize without folding the stream; the actor is whoever sent the command.
+      metadata: (state: ExecutionState, command: ExecutionCommand) => ({
         schemaVersion: EXECUTION_SCHEMA_VERSION,
+        actor: command.metadata.actor,
         ...(state.status === 'not_started' ? {} : { workspaceId: state.workspaceId, executionId: state.executionId }),
       }),
       cache: this.cache,

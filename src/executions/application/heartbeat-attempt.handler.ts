@@ -1,5 +1,6 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { type Principal, requireGlobalRole } from '../../auth/authorization.js';
+import { workerActor } from '../../core/actors.js';
 import { ExecutionStreams, lastPosition } from './execution-streams.js';
 import { runningAttempt } from './running-attempt.js';
 
@@ -31,7 +32,7 @@ export class HeartbeatAttemptHandler implements ICommandHandler<HeartbeatAttempt
     const outcome = await this.executions.handle(executionId, {
       type: 'Heartbeat',
       data: { attemptId, workerId, fencingToken },
-      metadata: { now: this.executions.clock.now(), actor: workerId },
+      metadata: { now: this.executions.clock.now(), actor: workerActor(workerId) },
     });
     const { state, attempt } = runningAttempt(outcome, attemptId);
     return { leaseExpiresAt: attempt.leaseExpiresAt, cancelRequested: state.cancelRequest !== null, position: lastPosition(outcome) };

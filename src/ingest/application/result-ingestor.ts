@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { workerActor } from '../../core/actors.js';
 import { type Bus, type IncomingMessage, TOPICS } from '../../core/bus.port.js';
 import type { Clock } from '../../core/clock.port.js';
 import { DomainError } from '../../core/errors.js';
@@ -118,7 +119,7 @@ export class ResultIngestor {
 
   private commandOf(result: ResultMessage): ExecutionCommand {
     const fence = { attemptId: result.attemptId, workerId: result.workerId, fencingToken: result.fencingToken };
-    const metadata = { now: this.deps.clock.now(), actor: result.workerId };
+    const metadata = { now: this.deps.clock.now(), actor: workerActor(result.workerId) };
     const extra = {
       ...(result.output !== undefined ? { output: result.output } : {}),
       ...(result.error !== undefined ? { error: result.error } : {}),

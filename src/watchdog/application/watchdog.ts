@@ -1,4 +1,5 @@
 import { runTicker } from '../../core/ticker.js';
+import { systemActor } from '../../core/actors.js';
 import type { Clock } from '../../core/clock.port.js';
 import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
@@ -139,7 +140,7 @@ export class Watchdog {
   }
 
   private async fire(deadline: DueDeadline): Promise<void> {
-    const metadata = { now: this.deps.clock.now(), actor: 'watchdog' };
+    const metadata = { now: this.deps.clock.now(), actor: systemActor('watchdog') };
     const command: ExecutionCommand =
       deadline.kind === 'attempt'
         ? {

@@ -69,7 +69,9 @@ export class PublishWorkflowHandler implements ICommandHandler<PublishWorkflowCo
       // Random ids suffice: a repeated publish is absorbed by the digest check, and two racing
       // publishes are separated by the expected revision.
       eventId: () => this.ids.uuid(),
-      metadata: { schemaVersion: WORKFLOW_SCHEMA_VERSION },
+      // Who published, and for which workspace: readers of the global log (the audit trail) need
+      // both without parsing the stream id.
+      metadata: (_state, command) => ({ schemaVersion: WORKFLOW_SCHEMA_VERSION, actor: command.metadata.actor, workspaceId }),
     });
 
     const state = outcome.state;

@@ -1,3 +1,4 @@
+import { systemActor, workerActor } from '../../../src/core/actors.js';
 import type { CommandMetadata } from '../../../src/core/decider.js';
 import { deciderSpecification } from '../core/decider-specification.js';
 import type {
@@ -111,12 +112,12 @@ export function startExecution(o: { at?: number; idempotency?: Idempotency; work
 
 export function claimAttempt(o: { attemptId?: string; workerId?: string; at: number }): ClaimAttempt {
   const workerId = o.workerId ?? WORKER_A;
-  return { type: 'ClaimAttempt', data: { attemptId: o.attemptId ?? ATTEMPT_1, workerId }, metadata: meta(o.at, workerId) };
+  return { type: 'ClaimAttempt', data: { attemptId: o.attemptId ?? ATTEMPT_1, workerId }, metadata: meta(o.at, workerActor(workerId)) };
 }
 
 export function heartbeat(o: Partial<Fence> & { at: number }): Heartbeat {
   const fence = fenceOf(o);
-  return { type: 'Heartbeat', data: fence, metadata: meta(o.at, fence.workerId) };
+  return { type: 'Heartbeat', data: fence, metadata: meta(o.at, workerActor(fence.workerId)) };
 }
 
 export function recordNodeResult(
@@ -127,7 +128,7 @@ export function recordNodeResult(
   if (o.output !== undefined) data.output = o.output;
   if (o.error !== undefined) data.error = o.error;
   if (o.reason !== undefined) data.reason = o.reason;
-  return { type: 'RecordNodeResult', data, metadata: meta(o.at, fence.workerId) };
+  return { type: 'RecordNodeResult', data, metadata: meta(o.at, workerActor(fence.workerId)) };
 }
 
 export function completeAttempt(
@@ -149,19 +150,19 @@ export function completeAttempt(
   };
   if (o.output !== undefined) data.output = o.output;
   if (o.error !== undefined) data.error = o.error;
-  return { type: 'CompleteAttempt', data, metadata: meta(o.at, fence.workerId) };
+  return { type: 'CompleteAttempt', data, metadata: meta(o.at, workerActor(fence.workerId)) };
 }
 
 export function timeOutAttempt(o: { attemptId?: string; nextAttemptId?: string; jitter?: number; at: number }): TimeOutAttempt {
   return {
     type: 'TimeOutAttempt',
     data: { attemptId: o.attemptId ?? ATTEMPT_1, nextAttemptId: o.nextAttemptId ?? ATTEMPT_2, jitter: o.jitter ?? 0 },
-    metadata: meta(o.at, 'watchdog'),
+    metadata: meta(o.at, systemActor('watchdog')),
   };
 }
 
 export function timeOutExecution(o: { at: number }): TimeOutExecution {
-  return { type: 'TimeOutExecution', data: {}, metadata: meta(o.at, 'watchdog') };
+  return { type: 'TimeOutExecution', data: {}, metadata: meta(o.at, systemActor('watchdog')) };
 }
 
 export function requestCancel(o: { at: number; reason?: string | null }): RequestCancel {
