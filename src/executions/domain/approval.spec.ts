@@ -1,8 +1,8 @@
-import { describe, it } from '@jest/globals';
-import { ApprovalMismatchError, InvalidStateError } from '../../core/errors.js';
+import { describe, expect, it } from '@jest/globals';
+import { ApprovalMismatchError, type DomainError, InvalidStateError } from '../../core/errors.js';
 import type { DecideApproval } from './execution.commands.js';
 import type { ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
-import { actionDigestOf } from './decide-approval.js';
+import { NotAnApproverError, actionDigestOf } from './decide-approval.js';
 import {
   ATTEMPT_1,
   ATTEMPT_2,
@@ -21,26 +21,26 @@ import {
 const ACTION = { publish: 'report-v7', recipients: ['cfo@example.test'] };
 const DIGEST = actionDigestOf(ACTION);
 
-function withApproval(): WorkflowSnapshot {
+function withApproval(config?: Record<string, unknown>): WorkflowSnapshot {
   const base = aWorkflow();
   return {
     ...base,
     graph: {
       ...base.graph,
-      nodes: [...base.graph.nodes, { id: 'sign-off', type: 'approval' }],
+      nodes: [...base.graph.nodes, { id: 'sign-off', type: 'approval', ...(config ? { config } : {}) }],
       edges: [...base.graph.edges, { from: 'load', to: 'sign-off' }],
     },
   };
 }
 
-const running = (): ExecutionEvent[] => [
-  executionStarted({ workflow: withApproval() }),
+const running = (config?: Record<string, unknown>): ExecutionEvent[] => [
+  executionStarted({ workflow: withApproval(config) }),
   attemptScheduled({ at: 0 }),
   attemptClaimed({ at: 1_000 }),
 ];
 
-const suspended = (): ExecutionEvent[] => [
-  ...running(),
+const suspended = (config?: Record<string, unknown>): ExecutionEvent[] => [
+  ...running(config),
   {
     type: 'NodeAwaitingApproval',
     data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', action: ACTION, actionDigest: DIGEST, at: iso(5_000) },
@@ -48,7 +48,7 @@ const suspended = (): ExecutionEvent[] => [
   { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', at: iso(5_000) } },
 ];
 
-function decide(o: { decision: 'approve' | 'reject'; actionDigest?: string; at: number; nodeId?: string }): DecideApproval {
+function decide(o: { decision: 'approve' | 'reject'; actionDigest?: string; at: number; nodeId?: string; by?: string }): DecideApproval {
   return {
     type: 'DecideApproval',
     data: {
@@ -58,7 +58,7 @@ function decide(o: { decision: 'approve' | 'reject'; actionDigest?: string; at: 
       comment: null,
       attemptId: ATTEMPT_2,
     },
-    metadata: { now: time(o.at), actor: OPERATOR },
+    metadata: { now: time(o.at), actor: o.by ?? OPERATOR },
   };
 }
 
@@ -139,6 +139,67 @@ describe('approvals bound to an action', () => {
           {
             type: 'ExecutionFailed',
             data: { error: { code: 'approval_rejected', message: `rejected by ${OPERATOR}`, retryable: false }, at: iso(9_000) },
+          },
+        ]);
+    });
+  });
+
+  describe('when the approval node names its approvers', () => {
+    const APPROVER = 'cfo@example.test';
+    const onlyTheCfo = { action: ACTION, approvers: ['treasurer@example.test', APPROVER] };
+    const granted = (by: string) => ({
+      type: 'ApprovalGranted' as const,
+      data: { nodeId: 'sign-off', actionDigest: DIGEST, decidedBy: by, comment: null, at: iso(9_000) },
+    });
+
+    it('lets an approver decide, and records who did', () => {
+      given(suspended(onlyTheCfo))
+        .when(decide({ decision: 'approve', at: 9_000, by: APPROVER }))
+        .then([granted(APPROVER), attemptScheduled({ attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'resume', at: 9_000 })]);
+    });
+
+    it('refuses anyone else (forbidden) and decides nothing, for good', () => {
+      for (const decision of ['approve', 'reject'] as const) {
+        given(suspended(onlyTheCfo))
+          .when(decide({ decision, at: 9_000, by: OPERATOR }))
+          .thenThrows<DomainError>(NotAnApproverError, (error) => {
+            expect(error.code).toBe('forbidden');
+            // The graph snapshot never changes: no later state would let this person decide.
+            expect(error.final).toBe(true);
+          });
+      }
+    });
+
+    it('refuses anyone else even to repeat a decision an approver already made', () => {
+      given([
+        ...suspended(onlyTheCfo),
+        granted(APPROVER),
+        attemptScheduled({ attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'resume', at: 9_000 }),
+      ])
+        .when(decide({ decision: 'approve', at: 9_500, by: OPERATOR }))
+        .thenThrows('forbidden');
+    });
+
+    it('lets nobody decide when the list is empty', () => {
+      given(suspended({ approvers: [] }))
+        .when(decide({ decision: 'approve', at: 9_000, by: APPROVER }))
+        .thenThrows(NotAnApproverError);
+    });
+
+    it('lets any operator decide a node that names no approvers', () => {
+      given(suspended({ action: ACTION }))
+        .when(decide({ decision: 'reject', at: 9_000, by: 'someone-else@example.test' }))
+        .then([
+          {
+            type: 'ApprovalRejected',
+            data: { nodeId: 'sign-off', actionDigest: DIGEST, decidedBy: 'someone-else@example.test', comment: null, at: iso(9_000) },
+          },
+          {
+            type: 'ExecutionFailed',
+            data: {
+              error: { code: 'approval_rejected', message: 'rejected by someone-else@example.test', retryable: false },
+              at: iso(9_000),
+            },
           },
         ]);
     });

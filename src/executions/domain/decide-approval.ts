@@ -1,5 +1,5 @@
 import { sha256OfCanonical } from '../../core/canonical-json.js';
-import { ApprovalMismatchError, InvalidStateError } from '../../core/errors.js';
+import { ApprovalMismatchError, DomainError, InvalidStateError } from '../../core/errors.js';
 import type { CompleteAttempt, DecideApproval } from './execution.commands.js';
 import type { ExecutionEvent } from './execution.events.js';
 import { type StartedExecution, nextAttemptNumber } from './execution.state.js';
@@ -39,10 +39,36 @@ export function suspendAtApproval(s: StartedExecution, command: CompleteAttempt)
   ];
 }
 
-/** A person approves or rejects the pending action; the digest must be the one still pending. */
+/** A person who may operate the workspace but is not among the approvers the approval node names. HTTP 403. */
+export class NotAnApproverError extends DomainError {
+  constructor(nodeId: string) {
+    super('forbidden', `only the approvers named by approval node ${nodeId} may decide it`);
+  }
+}
+
+/**
+ * Who may decide an approval node, as the execution's own graph snapshot names them
+ * (`config.approvers`): null when it names nobody in particular, so any operator may.
+ */
+export function approversOf(s: StartedExecution, nodeId: string): readonly string[] | null {
+  const node = s.workflow.graph.nodes.find((n) => n.id === nodeId);
+  const config: unknown = node?.['config'];
+  if (node?.type !== 'approval' || typeof config !== 'object' || config === null) return null;
+  const approvers: unknown = (config as { approvers?: unknown }).approvers;
+  if (!Array.isArray(approvers)) return null;
+  return approvers.filter((approver): approver is string => typeof approver === 'string');
+}
+
+/**
+ * A person approves or rejects the pending action; the digest must be the one still pending.
+ * When the node names approvers, only they may decide (an empty list names nobody): anyone
+ * else is refused whatever the state, and the graph never changes, so the refusal is final.
+ */
 export function decideApproval(s: StartedExecution, command: DecideApproval): ExecutionEvent[] {
   const { data, metadata } = command;
   const at = metadata.now.toISOString();
+  const approvers = approversOf(s, data.nodeId);
+  if (approvers !== null && !approvers.includes(metadata.actor)) throw new NotAnApproverError(data.nodeId).asFinal();
   const previous = s.approvalDecisions[data.nodeId];
   const pending = s.pendingApproval;
   if (!pending && previous?.decision === data.decision && previous.actionDigest === data.actionDigest) return [];

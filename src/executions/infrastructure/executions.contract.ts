@@ -117,7 +117,8 @@ export const decideApprovalContract = defineRoute({
   operationId: 'decideApproval',
   summary: 'Approve or reject a pending approval',
   description:
-    'Decides the approval node the execution waits for. `actionDigest` binds the decision to the action shown: a digest that no longer matches is 409 `approval_mismatch`.',
+    'Decides the approval node the execution waits for. `actionDigest` binds the decision to the action shown: a digest that no longer matches is 409 `approval_mismatch`. ' +
+    'When the node’s `config.approvers` names subjects, only they may decide: anyone else is 403 `forbidden`, and nothing is written.',
   tags: TAGS,
   access: workspaceRole('operator', 'resource'),
   params: executionParams.extend({ nodeId: nameSchema }),
