@@ -3,6 +3,7 @@ import { TIMELINE_READER } from '../src/core/timeline.port.js';
 import { READ_MODEL_SQL, type SqlClient } from '../src/postgres/sql-client.port.js';
 import { PROJECTION_CATALOG_READY } from '../src/projector/projector.module.js';
 import { ProjectionSignals } from '../src/projector/projection-signals.js';
+import { AuditReadModel } from './audit.read-model.js';
 import { ExecutionsReadModel } from './executions.read-model.js';
 import { PostgresTimelineReader } from './timeline.reader.js';
 
@@ -24,7 +25,12 @@ import { PostgresTimelineReader } from './timeline.reader.js';
       inject: [READ_MODEL_SQL, PROJECTION_CATALOG_READY],
       useFactory: (sql: SqlClient) => new ExecutionsReadModel(sql),
     },
+    {
+      provide: AuditReadModel,
+      inject: [READ_MODEL_SQL, PROJECTION_CATALOG_READY],
+      useFactory: (sql: SqlClient) => new AuditReadModel(sql),
+    },
   ],
-  exports: [TIMELINE_READER, PostgresTimelineReader, ExecutionsReadModel],
+  exports: [TIMELINE_READER, PostgresTimelineReader, ExecutionsReadModel, AuditReadModel],
 })
 export class ReadModelsModule {}

@@ -27,7 +27,7 @@ describe.each(STORE_KINDS)('the projections admin API on %s', (kind) => {
     const res = await api.get('/v1/admin/projections', admin);
     expect(res.status).toBe(200);
     const head = await t.store.headPosition();
-    expect(res.body.projections.map((p: { name: string }) => p.name)).toEqual(['executions', 'timeline']);
+    expect(res.body.projections.map((p: { name: string }) => p.name)).toEqual(['executions', 'timeline', 'audit']);
     for (const projection of res.body.projections) {
       expect(projection).toMatchObject({
         version: 1,

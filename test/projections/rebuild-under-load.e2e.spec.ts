@@ -95,6 +95,7 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
       'select name, live_version from projector.projections order by name',
     );
     expect(rows).toEqual([
+      { name: 'audit', live_version: 1 },
       { name: 'executions', live_version: 2 },
       { name: 'timeline', live_version: 2 },
     ]);

@@ -164,4 +164,22 @@ export async function expectReadModelsEqualTheLog(store: EventStore, sql: SqlQue
   }));
   expect(actualExecutions.sort(byId as never)).toEqual(expectedExecutions.sort(byId));
   expect(actual.timeline).toEqual(expectedTimeline);
+  // The audit trail: one entry per execution and workflow event, with its metadata's actor and workspace.
+  const audited = await store.readAll({ maxCount: 1_000_000, streamPrefixes: ['execution-', 'workflow-'] });
+  const expectedAudit = audited.map((e) => ({
+    position: e.position,
+    workspace_id: e.metadata['workspaceId'],
+    actor: e.metadata['actor'],
+    action: e.type,
+    execution_id: e.streamId.startsWith('execution-') ? e.streamId.slice('execution-'.length) : null,
+  }));
+  expect(
+    actual.audit.map(({ position, workspace_id, actor, action, execution_id }) => ({
+      position,
+      workspace_id,
+      actor,
+      action,
+      execution_id,
+    })),
+  ).toEqual(expectedAudit);
 }

@@ -91,7 +91,7 @@ export async function writeRandomHistories(
 
   for (let step = 0; step < options.steps; step += options.concurrency ?? 1) {
     now += Math.floor(random() * (random() < 0.1 ? 70_000 : 3_000));
-    const meta = { now: new Date(now), actor: 'random-history' };
+    const at = new Date(now);
     const batch = Array.from({ length: options.concurrency ?? 1 }, () => {
       if (executions.length === 0 || random() < 0.15) {
         const executionId = ids.uuid();
@@ -104,12 +104,11 @@ export async function writeRandomHistories(
           idempotency: null,
           attemptId: ids.uuid(),
         };
-        return () => issue(executionId, () => ({ type: 'StartExecution', data, metadata: meta }));
+        return () => issue(executionId, () => ({ type: 'StartExecution', data, metadata: { now: at, actor: 'oscar' } }));
       }
       const executionId = pick(executions);
       const roll = random();
-      return () =>
-        issue(executionId, (state) => (state.status === 'not_started' ? null : nextCommand(state, roll, random, ids.uuid, meta)));
+      return () => issue(executionId, (state) => (state.status === 'not_started' ? null : nextCommand(state, roll, random, ids.uuid, at)));
     });
     await Promise.all(batch.map((run) => run()));
   }
@@ -118,29 +117,31 @@ export async function writeRandomHistories(
 
 class SkipCommand extends Error {}
 
-function nextCommand(
-  s: StartedExecution,
-  roll: number,
-  random: () => number,
-  uuid: () => string,
-  metadata: { now: Date; actor: string },
-): ExecutionCommand | null {
+function nextCommand(s: StartedExecution, roll: number, random: () => number, uuid: () => string, now: Date): ExecutionCommand | null {
   const attempt = currentAttempt(s);
   const workerId = `worker-${Math.floor(random() * 3)}`;
-  if (roll < 0.06) return { type: 'RequestCancel', data: { reason: random() < 0.5 ? null : 'random cancel' }, metadata };
+  // Each command says who sent it, as in production (src/core/actors.ts).
+  const by = (actor: string) => ({ now, actor });
+  if (roll < 0.06) return { type: 'RequestCancel', data: { reason: random() < 0.5 ? null : 'random cancel' }, metadata: by('oscar') };
   if (roll < 0.12)
     return {
       type: 'RequestRedrive',
       data: { redriveId: uuid(), idempotencyKey: `key-${Math.floor(random() * 4)}`, fingerprint: 'f', attemptId: uuid() },
-      metadata,
+      metadata: by('alice'),
     };
-  if (roll < 0.14) return { type: 'TimeOutExecution', data: {}, metadata };
+  if (roll < 0.14) return { type: 'TimeOutExecution', data: {}, metadata: by('system:watchdog') };
   if (attempt === undefined) return null;
   if (roll < 0.2)
-    return { type: 'TimeOutAttempt', data: { attemptId: attempt.attemptId, nextAttemptId: uuid(), jitter: random() }, metadata };
-  if (attempt.status === 'queued') return { type: 'ClaimAttempt', data: { attemptId: attempt.attemptId, workerId }, metadata };
+    return {
+      type: 'TimeOutAttempt',
+      data: { attemptId: attempt.attemptId, nextAttemptId: uuid(), jitter: random() },
+      metadata: by('system:watchdog'),
+    };
+  if (attempt.status === 'queued')
+    return { type: 'ClaimAttempt', data: { attemptId: attempt.attemptId, workerId }, metadata: by(`worker:${workerId}`) };
   if (attempt.status !== 'running') return null;
   const fence = { attemptId: attempt.attemptId, workerId: attempt.workerId, fencingToken: attempt.fencingToken };
+  const metadata = by(`worker:${attempt.workerId}`);
   if (roll < 0.35) return { type: 'Heartbeat', data: fence, metadata };
   if (roll < 0.75) {
     const kind = random() < 0.3 ? 'node_started' : random() < 0.85 ? 'node_succeeded' : random() < 0.5 ? 'node_failed' : 'node_skipped';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { ProjectedEvent } from '../../../projections/execution-events.js';
+import type { RecordedEvent } from '../../../src/core/event-store.port.js';
 import type { ExecutionEvent } from '../../../src/executions/domain/execution.events.js';
 import type { SqlClient } from '../../../src/postgres/sql-client.port.js';
 import {
@@ -9,6 +10,7 @@ import {
   versionSuffix,
   versionTables,
   type AnyProjectionDefinition,
+  type ProjectedEventBase,
 } from '../../../src/projector/projection-definition.js';
 
 /** A domain event and, optionally, the execution it belongs to (else DEFAULT_EXECUTION). */
@@ -53,25 +55,71 @@ export function projectionSpecification(definition: AnyProjectionDefinition, dat
           metadata: { schemaVersion: 1 },
         };
       });
-      const rows = async (): Promise<ReadModelRows> => {
-        const results: ReadModelRows[] = [];
-        for (const batchSize of [1, 3, Math.max(1, events.length)]) {
-          results.push(await project(database(), definition, nextVersion++, events, batchSize));
-        }
-        assert.deepStrictEqual(results[1], results[0], 'batches of 3 and batches of 1 built different read models');
-        assert.deepStrictEqual(results[2], results[0], 'one batch and batches of 1 built different read models');
-        return results[0];
-      };
-      return { rows, then: async (expected) => assert.deepStrictEqual(await rows(), expected) };
+      return checked(events, () => nextVersion++, definition, database);
     },
   };
+}
+
+/** An event as a stream holds it, before the store gives it a place: its stream, type, payload and metadata. */
+export interface GivenRecordedEvent {
+  streamId: string;
+  type: string;
+  data: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * `given(recorded events).then(readModel)` for a projection whose source reads the whole log
+ * (any stream): each event is recorded as the store would (position, id, revision within its
+ * stream, time), decoded by the definition's own source, and projected in the three batch
+ * splits of `projectionSpecification`.
+ */
+export function recordedProjectionSpecification(definition: AnyProjectionDefinition, database: () => SqlClient) {
+  let nextVersion = 1;
+  return {
+    given(given: GivenRecordedEvent[]): ProjectionThen {
+      const recorded = given.map((entry, index): RecordedEvent => ({
+        id: `00000000-0000-4000-8000-${String(index + 1).padStart(12, '0')}`,
+        type: entry.type,
+        streamId: entry.streamId,
+        revision: given.slice(0, index).filter((e) => e.streamId === entry.streamId).length,
+        position: position(index + 1),
+        data: JSON.parse(JSON.stringify(entry.data)) as unknown,
+        metadata: entry.metadata ?? {},
+        recordedAt: new Date(Date.UTC(2030, 0, 1, 0, 0, index)).toISOString(),
+      }));
+      const events = recorded.flatMap((event) => {
+        const decoded = definition.source.decode(event) as ProjectedEventBase | null;
+        return decoded === null ? [] : [decoded];
+      });
+      return checked(events, () => nextVersion++, definition, database);
+    },
+  };
+}
+
+function checked(
+  events: readonly ProjectedEventBase[],
+  version: () => number,
+  definition: AnyProjectionDefinition,
+  database: () => SqlClient,
+): ProjectionThen {
+  const rows = async (): Promise<ReadModelRows> => {
+    const results: ReadModelRows[] = [];
+    for (const batchSize of [1, 3, Math.max(1, events.length)]) {
+      results.push(await project(database(), definition, version(), events, batchSize));
+    }
+    assert.deepStrictEqual(results[1], results[0], 'batches of 3 and batches of 1 built different read models');
+    assert.deepStrictEqual(results[2], results[0], 'one batch and batches of 1 built different read models');
+    return results[0];
+  };
+  return { rows, then: async (expected) => assert.deepStrictEqual(await rows(), expected) };
 }
 
 async function project(
   sql: SqlClient,
   definition: AnyProjectionDefinition,
   version: number,
-  events: ProjectedEvent[],
+  events: readonly ProjectedEventBase[],
   batchSize: number,
 ): Promise<ReadModelRows> {
   await sql.query(`create schema if not exists ${READ_MODELS_SCHEMA}`);
