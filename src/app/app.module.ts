@@ -3,6 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 import { ReadModelsModule } from '../../projections/read-models.module.js';
 import { AdminModule } from '../admin/admin.module.js';
+import { AuditModule } from '../audit/audit.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import type { TokenRegistry } from '../auth/token-registry.js';
 import { type AppConfig, runsRole } from '../config/config.js';
@@ -33,7 +34,7 @@ export interface AppDependencies extends CoreDependencies {
  */
 export function roleModules(config: AppConfig): Type[] {
   const modules: Type[] = [];
-  if (runsRole(config, 'api')) modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule);
+  if (runsRole(config, 'api')) modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule, AuditModule);
   if (runsRole(config, 'dispatcher')) modules.push(DispatchModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);

@@ -47,6 +47,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   Secrets: 'Store a workspace’s secrets for http nodes to reference by name; no endpoint ever returns a value.',
   'Worker protocol': 'How a worker claims an attempt, keeps its lease and reports the outcome.',
   'Live events': 'Execution events as Server-Sent Events, resumable without loss.',
+  Audit: 'Who did what in a workspace: every command’s events with their actor.',
   Admin: 'Read models: status, lag and rebuilds.',
   Health: 'Probes for orchestrators.',
   Documentation: 'This document.',
