@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sha256OfCanonical } from '../../src/core/canonical-json.js';
 import { uuidV5 } from '../../src/core/ids.js';
 import { executionStreamId } from '../../src/executions/domain/execution-event.parser.js';
+import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { chainWorkflow, publish } from '../support/scenario.js';
 import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
@@ -65,6 +66,12 @@ describe.each(STORE_KINDS)('an execution whose start was recorded with schema ve
       ],
       { expectedRevision: 'no_stream' },
     );
+    // Its queue deadline has passed: the watchdog times it out. Let it, so that no test below
+    // races that append.
+    await eventually(
+      async () => (await t.store.readStream(executionStreamId(executionId))).some((event) => event.type === 'ExecutionTimedOut'),
+      'the watchdog to time the recorded execution out',
+    );
   });
   afterAll(async () => {
     await t.close();
@@ -98,6 +105,20 @@ describe.each(STORE_KINDS)('an execution whose start was recorded with schema ve
     const started = history.body.events.find((e: { type: string }) => e.type === 'ExecutionStarted');
     expect(started.data.idempotency).toEqual({ key, fingerprint: sha256OfCanonical({ workflow: 'legacy', body }) });
     expect(started.data).not.toHaveProperty('idempotencyKey');
+  });
+
+  it('shows its events in the audit trail, the actor derived from the payload where it says', async () => {
+    const audit = await api.get('/v1/workspaces/ws-a/audit', { token: TOKENS.adminA });
+    expect(audit.status).toBe(200);
+    const ours = audit.body.items
+      .filter((item: { executionId?: string }) => item.executionId === executionId)
+      .map((item: { action: string; actor: string; workflow: string }) => [item.action, item.actor, item.workflow]);
+    expect(ours).toEqual([
+      ['ExecutionTimedOut', 'system:watchdog', 'legacy'],
+      ['AttemptTimedOut', 'system:watchdog', 'legacy'],
+      ['AttemptScheduled', 'unknown', 'legacy'],
+      ['ExecutionStarted', 'oscar', 'legacy'],
+    ]);
   });
 
   it('goes on from where it was: its queue deadline passed, so a worker cannot claim it', async () => {
