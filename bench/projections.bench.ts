@@ -128,7 +128,7 @@ async function waitFor(condition: () => Promise<boolean>): Promise<void> {
   while (!(await condition())) await sleep(100);
 }
 
-/** Projector speed: an initial build of both read models together, then a rebuild of each while the other stays live. */
+/** Projector speed: an initial build of every read model together, then a rebuild of each while the others stay live. */
 async function benchBuilds(url: string) {
   const sql = new PgSqlClient({ connectionString: url, max: 20 });
   const store = await PostgresEventStore.open(sql);
@@ -147,7 +147,7 @@ async function benchBuilds(url: string) {
     logger,
     options: { liveBatchSize: BATCH_SIZE, rebuildBatchSize: BATCH_SIZE, hooks: { afterCommit } },
   });
-  log('initial build of both read models');
+  log('initial build of every read model');
   let t0 = performance.now();
   projector.start();
   const initial: Record<string, number> = {};
@@ -208,7 +208,7 @@ async function benchLag(url: string) {
     return { status: res.status, body: (await res.json()) as any };
   };
   await call('PUT', '/v1/workspaces/bench/workflows/chain', tokens[0].token, { nodes: [{ id: 'a', type: 'noop' }], edges: [] });
-  const commits: Record<string, [number, string][]> = { executions: [], timeline: [] };
+  const commits: Record<string, [number, string][]> = { executions: [], timeline: [], audit: [] };
   for (const name of Object.keys(commits))
     app.get(ProjectionSignals).on(name, (p) => void (p !== null && commits[name].push([performance.now(), p])));
   const acknowledged: [number, string][] = [];
@@ -259,7 +259,7 @@ async function benchLag(url: string) {
     executions,
     executionsPerSec: round(executions / seconds, 1),
     acknowledgedWrites: acknowledged.length,
-    lagAfterResponse: { executions: lagOf('executions'), timeline: lagOf('timeline') },
+    lagAfterResponse: { executions: lagOf('executions'), timeline: lagOf('timeline'), audit: lagOf('audit') },
     adminLag: {
       maxEvents: Math.max(...adminSamples.map((s) => s.events)),
       maxSeconds: Math.max(...adminSamples.map((s) => s.seconds)),
