@@ -4,7 +4,7 @@ import { TOPICS } from '../../src/core/bus.port.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { chainWorkflow, claim, view } from '../support/scenario.js';
-import { STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { ALL_STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
 interface AuditItem {
   position: string;
@@ -24,7 +24,7 @@ const MARK = `audit-marker-${randomUUID()}`;
  * worker claims, heartbeats and reports results over the bus; the watchdog times an attempt out
  * on the adjustable clock. Test subjects: eve (editor), oscar (operator), alice (admin).
  */
-describe.each(STORE_KINDS)('the audit trail of a workspace on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('the audit trail of a workspace on %s', (kind) => {
   let t: TestApp;
   let api: ApiClient;
   /** Every audit response body, to search for the marker. */
