@@ -164,6 +164,12 @@ describe('the detail of an audit entry', () => {
     expect(JSON.stringify(published)).not.toContain(MARK);
   });
 
+  it('shows which secret was stored or deleted, never where its value is kept', () => {
+    const put = { name: 'db-password', version: 3, valueId: '0b8f4e0a-1c2d-4e5f-8a9b-0000000e0001', updatedAt: iso(0) };
+    expect(auditDetailOf('SecretPut', put)).toEqual({ name: 'db-password', version: 3 });
+    expect(auditDetailOf('SecretDeleted', { ...put, deletedAt: iso(0) })).toEqual({ name: 'db-password', version: 3 });
+  });
+
   it('shows nothing of an action it has no entry for, whatever its payload', () => {
     expect(auditDetailOf('SecretValueSet', { name: 'db-password', value: MARK })).toEqual({});
     expect(auditDetailOf('toString', { value: MARK })).toEqual({});

@@ -44,6 +44,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, Readonly<Record<string
   ExecutionFailed: { errorCode: 'error.code' },
   ExecutionTimedOut: {},
   ExecutionCancelled: {},
+  // Secrets streams: which secret, which version; never its value (events carry none) nor where it is kept.
+  SecretPut: { name: 'name', version: 'version' },
+  SecretDeleted: { name: 'name', version: 'version' },
 };
 
 /** The small summary of an action: the whitelisted scalar fields of its payload, nothing else. */

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { TOPICS } from '../../src/core/bus.port.js';
 import { eventually } from '../support/eventually.js';
@@ -72,7 +72,7 @@ describe.each(ALL_STORE_KINDS)('the audit trail of a workspace on %s', (kind) =>
   }
 
   beforeAll(async () => {
-    t = await startTestApp(kind);
+    t = await startTestApp(kind, { FLOSTRA_SECRETS_KEY: randomBytes(32).toString('base64') });
     api = client(t.url);
 
     // Two workflows, published by an editor.
@@ -102,6 +102,10 @@ describe.each(ALL_STORE_KINDS)('the audit trail of a workspace on %s', (kind) =>
       expect(res.status).toBe(201);
       done.push([name, 'WorkflowRevisionPublished', 'eve']);
     }
+    // An admin stores a secret (its value is the marker) and deletes it.
+    expect((await api.put('/v1/workspaces/ws-a/secrets/AUDIT_KEY', { token: TOKENS.adminA, body: { value: MARK } })).status).toBe(201);
+    expect((await api.request('DELETE', '/v1/workspaces/ws-a/secrets/AUDIT_KEY', { token: TOKENS.adminA })).status).toBe(204);
+    done.push(['-', 'SecretPut', 'alice'], ['-', 'SecretDeleted', 'alice']);
     // Another workspace's doings stay in its own trail.
     expect((await api.put('/v1/workspaces/ws-b/workflows/elsewhere', { token: TOKENS.adminB, body: chainWorkflow() })).status).toBe(201);
 
@@ -204,7 +208,7 @@ describe.each(ALL_STORE_KINDS)('the audit trail of a workspace on %s', (kind) =>
     // No wait here: the query itself reflects every write acknowledged before it.
     const items = await everyEntry(200);
     const order = (entry: [string, string, string]) => entry[0];
-    expect(items.map((i) => [i.executionId ?? i.workflow, i.action, i.actor])).toEqual(
+    expect(items.map((i) => [i.executionId ?? i.workflow ?? '-', i.action, i.actor])).toEqual(
       // E2's time-out came before E3 started: the scenario's order is the log's.
       [...done].reverse().map((entry) => [order(entry), entry[1], entry[2]]),
     );
@@ -235,6 +239,7 @@ describe.each(ALL_STORE_KINDS)('the audit trail of a workspace on %s', (kind) =>
     expect(find(ids.e2, 'AttemptTimedOut').detail).toMatchObject({ reason: 'lease_expired' });
     expect(find(ids.e3, 'ApprovalGranted').detail).toEqual({ nodeId: 'sign-off', actionDigest: expect.any(String) });
     expect(items.find((i) => i.action === 'WorkflowRevisionPublished')!.detail).toEqual({ revision: 1, digest: expect.any(String) });
+    expect(items.find((i) => i.action === 'SecretPut')!.detail).toEqual({ name: 'AUDIT_KEY', version: 1 });
   });
 
   it('pages by position: following next never repeats or skips an entry', async () => {
@@ -252,7 +257,7 @@ describe.each(ALL_STORE_KINDS)('the audit trail of a workspace on %s', (kind) =>
     expect(defaults.body.items).toHaveLength(Math.min(50, all.length));
   });
 
-  it('never shows an execution’s input, a node’s output, an action awaiting approval, a reason or a comment', async () => {
+  it('never shows a secret’s value, an execution’s input, a node’s output, an action awaiting approval, a reason or a comment', async () => {
     // The marker is in the log (else this proves nothing) ...
     const history = await api.get(`/v1/executions/${ids.e1}/history`, { token: TOKENS.viewerA });
     expect(JSON.stringify(history.body)).toContain(MARK);

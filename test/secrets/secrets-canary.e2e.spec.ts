@@ -90,6 +90,8 @@ describe('secret values never leave the process (the canary)', () => {
       const actors = { workspace: 'ws-a', admin: TOKENS.adminA, operator: TOKENS.operatorA, viewer: TOKENS.viewerA };
       happyOutput = await runWatched(t.url, api, actors, canary, evidence);
       await t.waitForProjections();
+      // The audit trail of the workspace is an answer like any other.
+      expect((await api.get('/v1/workspaces/ws-a/audit?limit=200', { token: TOKENS.adminA })).status).toBe(200);
       const { rows } = await t.readModelSql.query<{ ciphertext: Uint8Array }>('select ciphertext from secret_values');
       expect(rows).toHaveLength(1);
       expect(Buffer.from(rows[0].ciphertext).includes(canary)).toBe(false);
@@ -104,6 +106,7 @@ describe('secret values never leave the process (the canary)', () => {
     // The search covered what it says it did.
     expect(tables).toEqual(expect.arrayContaining(['event_store.events', 'public.secret_values', 'public.dispatch_schedule']));
     expect(tables.some((name) => name.startsWith('read_models.timeline'))).toBe(true);
+    expect(tables.some((name) => name.startsWith('read_models.audit'))).toBe(true);
     expect(topics.get(TOPICS.results)).toBeGreaterThan(0);
     expect(topics.get(TOPICS.dispatch)).toBeGreaterThan(0);
     expect([...topics.keys()].sort()).toEqual([TOPICS.dispatch, DISPATCH_DLQ_TOPIC, TOPICS.resultsDlq, TOPICS.results].sort());
