@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'concurrency_conflict'
+  | 'position_ahead'
   | 'unavailable';
 
 export interface ValidationIssue {

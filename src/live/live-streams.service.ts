@@ -5,12 +5,21 @@ import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
 import { EVENT_STORE, type EventStore, type Position } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { TIMELINE_READER, type TimelineReader } from '../core/timeline.port.js';
+import { ValidationFailedError } from '../core/errors.js';
 import { ExecutionStreams } from '../executions/application/execution-streams.js';
 import { CatchUpSlots } from './catch-up-slots.js';
 import { LiveFeed, type LiveTopic } from './live-feed.js';
+import { PositionAheadError } from './live.errors.js';
 import { LiveSettings } from './live.settings.js';
 import { SseConnection, type CatchUpRead, type CloseReason } from './sse-connection.js';
 import { preambleFrame } from './sse-frame.js';
+
+/** Where a client asked to resume: the position, and which of the request's parts named it. */
+export interface ResumeFrom {
+  position: Position;
+  /** As issue paths name them: `Last-Event-ID` (the header) or `query.lastEventId`. */
+  source: 'Last-Event-ID' | 'query.lastEventId';
+}
 
 /** What one process's streams have done so far (for tests, benchmarks and metrics). */
 export interface LiveStats {
@@ -73,22 +82,44 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   /** One execution's events; the execution's own workspace decides (promise 10, docs/architecture.md), else 404. */
-  async openExecutionStream(principal: Principal, executionId: string, after: Position | undefined, res: ServerResponse): Promise<void> {
+  async openExecutionStream(principal: Principal, executionId: string, resume: ResumeFrom | undefined, res: ServerResponse): Promise<void> {
+    this.requireStorePosition(resume);
     // The timeline may not know a just-started execution yet; the store always does.
     const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;
     requireWorkspaceRole(principal, workspaceId, 'viewer', 'execution not found');
+    await this.requireReached(resume);
     const read: CatchUpRead = (cursor, limit) => this.slots.run(() => this.timeline.readExecution(executionId, cursor, limit));
-    await this.open(principal, workspaceId, { kind: 'execution', executionId }, after ?? null, read, res);
+    await this.open(principal, workspaceId, { kind: 'execution', executionId }, resume?.position ?? null, read, res);
   }
 
   /** A workspace's events; without a cursor it starts with the next event appended to the log. */
-  async openWorkspaceStream(principal: Principal, workspaceId: string, after: Position | undefined, res: ServerResponse): Promise<void> {
+  async openWorkspaceStream(principal: Principal, workspaceId: string, resume: ResumeFrom | undefined, res: ServerResponse): Promise<void> {
+    this.requireStorePosition(resume);
     requireWorkspaceRole(principal, workspaceId, 'viewer');
+    await this.requireReached(resume);
     // "Now" is the log's head, not the timeline's checkpoint: an event appended before the client
     // connected but projected after is not news, and the log's positions are the timeline's.
-    const cursor = after ?? (await this.store.headPosition());
+    const cursor = resume?.position ?? (await this.store.headPosition());
     const read: CatchUpRead = (position, limit) => this.slots.run(() => this.timeline.readWorkspace(workspaceId, position, limit));
     await this.open(principal, workspaceId, { kind: 'workspace', workspaceId }, cursor, read, res);
+  }
+
+  /**
+   * A resume position must be one of this store's: anything else (`garbage`, another store's
+   * format) would compare with the timeline's positions as text and silently deliver nothing.
+   */
+  private requireStorePosition(resume: ResumeFrom | undefined): void {
+    if (resume === undefined || this.store.isPosition(resume.position)) return;
+    throw new ValidationFailedError(`invalid ${resume.source}: not a position of this event store`, [
+      { path: resume.source, message: 'not a position of this event store (send back an event id exactly as received)' },
+    ]);
+  }
+
+  /** A position of this store's form beyond its log was never handed out: refused, never a silent gap. */
+  private async requireReached(resume: ResumeFrom | undefined): Promise<void> {
+    if (resume !== undefined && (await this.store.isAheadOfLog(resume.position))) {
+      throw new PositionAheadError(resume.source === 'Last-Event-ID' ? 'Last-Event-ID' : 'lastEventId', resume.position);
+    }
   }
 
   private async open(

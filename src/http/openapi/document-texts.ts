@@ -14,6 +14,8 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   lease_expired: 'the claim’s lease ran out; stop working on the attempt.',
   approval_mismatch: 'the action changed since it was shown for approval.',
   concurrency_conflict: 'concurrent writes kept conflicting; nothing was written, retry.',
+  position_ahead:
+    'the resume position is of this store’s form but beyond the end of its event log (from another deployment, or made up); reconnect without it.',
   payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`).',
   unsupported_media_type: 'a body that is not JSON in UTF-8.',
   unavailable: 'a dependency is down or a read model is behind; nothing was written, retry.',

@@ -110,6 +110,7 @@ export const ERROR_ORDER = [
   'lease_expired',
   'approval_mismatch',
   'concurrency_conflict',
+  'position_ahead',
   'payload_too_large',
   'unsupported_media_type',
   'unavailable',
