@@ -41,6 +41,13 @@ describe('loadConfig', () => {
       expect(config.projectorGatherMs).toBe(50);
     });
 
+    it('limits the live streams of one token and of the process', () => {
+      expect(config).toMatchObject({
+        sseMaxStreamsPerToken: 50,
+        sseMaxStreams: 5_000,
+      });
+    });
+
     it('is frozen', () => {
       expect(Object.isFrozen(config)).toBe(true);
     });
@@ -66,6 +73,8 @@ describe('loadConfig', () => {
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
+      FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: '3',
+      FLOSTRA_SSE_MAX_STREAMS: '300',
       LOG_LEVEL: 'DEBUG',
     });
     expect(config).toEqual({
@@ -83,6 +92,8 @@ describe('loadConfig', () => {
       workerConcurrency: 16,
       projectorGatherMs: 0,
       egressAllow: ['10.1.0.0/16', '.corp.example'],
+      sseMaxStreamsPerToken: 3,
+      sseMaxStreams: 300,
       logLevel: 'debug',
     });
     expect(isEmbedded(config)).toBe(false);
@@ -123,6 +134,8 @@ describe('loadConfig', () => {
         'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "10001"',
       ],
       ['FLOSTRA_PROJECTOR_GATHER_MS', '2.5', 'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "2.5"'],
+      ['FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN', '0', 'FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: expected an integer 1-1000000, got "0"'],
+      ['FLOSTRA_SSE_MAX_STREAMS', 'many', 'FLOSTRA_SSE_MAX_STREAMS: expected an integer 1-1000000, got "many"'],
     ])('%s=%s', (variable, value, message) => {
       const error = configError({ [variable]: value });
       expect(error.message).toContain(message);

@@ -13,6 +13,10 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** See `ProjectorOptions.gatherMs`. */
 export const DEFAULT_PROJECTOR_GATHER_MS = 50;
 
+/** Open SSE streams: per token, and for the whole process. */
+export const DEFAULT_SSE_MAX_STREAMS_PER_TOKEN = 50;
+export const DEFAULT_SSE_MAX_STREAMS = 5_000;
+
 /** Start-up stops on it; the message names every offending variable. */
 export class ConfigError extends Error {
   constructor(
@@ -34,6 +38,15 @@ function fail(ctx: Ctx, message: string): never {
 }
 
 const optional = z.string().optional();
+
+/** An integer variable within bounds, or its default when unset. */
+function integer(fallback: number, min: number, max: number, unit = '') {
+  return optional.transform((raw, ctx) => {
+    if (raw === undefined) return fallback;
+    const n = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+    return n >= min && n <= max ? n : fail(ctx, `expected an integer${unit} ${min}-${max}`);
+  });
+}
 
 function urlScheme(raw: string): string | null {
   try {
@@ -113,6 +126,8 @@ const envSchema = z.object({
     const ms = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
     return ms >= 0 && ms <= 10_000 ? ms : fail(ctx, 'expected an integer number of milliseconds 0-10000');
   }),
+  FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: integer(DEFAULT_SSE_MAX_STREAMS_PER_TOKEN, 1, 1_000_000),
+  FLOSTRA_SSE_MAX_STREAMS: integer(DEFAULT_SSE_MAX_STREAMS, 1, 1_000_000),
   FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
     raw === undefined
       ? []
@@ -158,6 +173,10 @@ function toConfig(env: Env) {
     projectorGatherMs: env.FLOSTRA_PROJECTOR_GATHER_MS,
     /** CIDRs (`10.0.0.0/8`) and host names (`.example.com` for subdomains) http nodes may reach beyond the public internet. */
     egressAllow: env.FLOSTRA_EGRESS_ALLOW as readonly string[],
+    /** Open SSE streams one token may hold in this process. */
+    sseMaxStreamsPerToken: env.FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN,
+    /** Open SSE streams this process serves at once. */
+    sseMaxStreams: env.FLOSTRA_SSE_MAX_STREAMS,
     logLevel: env.LOG_LEVEL,
   };
 }

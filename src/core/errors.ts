@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'concurrency_conflict'
   | 'position_ahead'
+  | 'too_many_streams'
   | 'unavailable';
 
 export interface ValidationIssue {

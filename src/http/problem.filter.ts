@@ -34,6 +34,7 @@ export class ProblemFilter implements ExceptionFilter {
     response.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
     response.setHeader('Cache-Control', 'no-store');
     if (problem.code === 'unauthenticated') response.setHeader('WWW-Authenticate', 'Bearer');
+    if (typeof problem.retryAfterSeconds === 'number') response.setHeader('Retry-After', String(problem.retryAfterSeconds));
     response.end(JSON.stringify(problem));
   }
 }

@@ -31,6 +31,7 @@ const STATUS: Record<ProblemCode, number> = {
   position_ahead: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  too_many_streams: 429,
   unavailable: 503,
   internal: 500,
 };
@@ -49,6 +50,7 @@ const TITLE: Record<ProblemCode, string> = {
   position_ahead: 'Position ahead of the event log',
   payload_too_large: 'Payload too large',
   unsupported_media_type: 'Unsupported media type',
+  too_many_streams: 'Too many open streams',
   unavailable: 'Service unavailable',
   internal: 'Internal server error',
 };

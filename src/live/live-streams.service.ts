@@ -9,7 +9,7 @@ import { ValidationFailedError } from '../core/errors.js';
 import { ExecutionStreams } from '../executions/application/execution-streams.js';
 import { CatchUpSlots } from './catch-up-slots.js';
 import { LiveFeed, type LiveTopic } from './live-feed.js';
-import { PositionAheadError } from './live.errors.js';
+import { PositionAheadError, TooManyStreamsError } from './live.errors.js';
 import { LiveSettings } from './live.settings.js';
 import { SseConnection, type CatchUpRead, type CloseReason } from './sse-connection.js';
 import { preambleFrame } from './sse-frame.js';
@@ -19,6 +19,11 @@ export interface ResumeFrom {
   position: Position;
   /** As issue paths name them: `Last-Event-ID` (the header) or `query.lastEventId`. */
   source: 'Last-Event-ID' | 'query.lastEventId';
+}
+
+/** A place among the open streams, taken before a stream opens and given back once, when it ends. */
+interface StreamSlot {
+  release(): void;
 }
 
 /** What one process's streams have done so far (for tests, benchmarks and metrics). */
@@ -51,6 +56,9 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   private stopListening: (() => void)[] = [];
   private readonly log: Logger;
   private readonly slots = new CatchUpSlots(() => this.settings.current.maxConcurrentCatchUps);
+  /** Streams open or opening, per token (by tokenId) and in all: what the stream limits count. */
+  private readonly streamsByToken = new Map<string, number>();
+  private streamCount = 0;
 
   constructor(
     @Inject(LiveFeed) private readonly feed: LiveFeed,
@@ -84,24 +92,36 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   /** One execution's events; the execution's own workspace decides (promise 10, docs/architecture.md), else 404. */
   async openExecutionStream(principal: Principal, executionId: string, resume: ResumeFrom | undefined, res: ServerResponse): Promise<void> {
     this.requireStorePosition(resume);
-    // The timeline may not know a just-started execution yet; the store always does.
-    const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;
-    requireWorkspaceRole(principal, workspaceId, 'viewer', 'execution not found');
-    await this.requireReached(resume);
-    const read: CatchUpRead = (cursor, limit) => this.slots.run(() => this.timeline.readExecution(executionId, cursor, limit));
-    await this.open(principal, workspaceId, { kind: 'execution', executionId }, resume?.position ?? null, read, res);
+    const slot = this.takeSlot(principal);
+    try {
+      // The timeline may not know a just-started execution yet; the store always does.
+      const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;
+      requireWorkspaceRole(principal, workspaceId, 'viewer', 'execution not found');
+      await this.requireReached(resume);
+      const read: CatchUpRead = (cursor, limit) => this.slots.run(() => this.timeline.readExecution(executionId, cursor, limit));
+      await this.open(principal, workspaceId, { kind: 'execution', executionId }, resume?.position ?? null, read, res, slot);
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
   }
 
   /** A workspace's events; without a cursor it starts with the next event appended to the log. */
   async openWorkspaceStream(principal: Principal, workspaceId: string, resume: ResumeFrom | undefined, res: ServerResponse): Promise<void> {
     this.requireStorePosition(resume);
-    requireWorkspaceRole(principal, workspaceId, 'viewer');
-    await this.requireReached(resume);
-    // "Now" is the log's head, not the timeline's checkpoint: an event appended before the client
-    // connected but projected after is not news, and the log's positions are the timeline's.
-    const cursor = resume?.position ?? (await this.store.headPosition());
-    const read: CatchUpRead = (position, limit) => this.slots.run(() => this.timeline.readWorkspace(workspaceId, position, limit));
-    await this.open(principal, workspaceId, { kind: 'workspace', workspaceId }, cursor, read, res);
+    const slot = this.takeSlot(principal);
+    try {
+      requireWorkspaceRole(principal, workspaceId, 'viewer');
+      await this.requireReached(resume);
+      // "Now" is the log's head, not the timeline's checkpoint: an event appended before the client
+      // connected but projected after is not news, and the log's positions are the timeline's.
+      const cursor = resume?.position ?? (await this.store.headPosition());
+      const read: CatchUpRead = (position, limit) => this.slots.run(() => this.timeline.readWorkspace(workspaceId, position, limit));
+      await this.open(principal, workspaceId, { kind: 'workspace', workspaceId }, cursor, read, res, slot);
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
   }
 
   /**
@@ -122,6 +142,28 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     }
   }
 
+  /** Counts a stream against its token's and the process's limits, or refuses it (429) before anything is read. */
+  private takeSlot(principal: Principal): StreamSlot {
+    const { maxStreamsPerToken, maxStreams } = this.settings.current;
+    const key = principal.tokenId;
+    const ofToken = this.streamsByToken.get(key) ?? 0;
+    if (ofToken >= maxStreamsPerToken) throw new TooManyStreamsError('token', maxStreamsPerToken);
+    if (this.streamCount >= maxStreams) throw new TooManyStreamsError('process', maxStreams);
+    this.streamsByToken.set(key, ofToken + 1);
+    this.streamCount++;
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.streamCount--;
+        const left = (this.streamsByToken.get(key) ?? 1) - 1;
+        if (left > 0) this.streamsByToken.set(key, left);
+        else this.streamsByToken.delete(key);
+      },
+    };
+  }
+
   private async open(
     principal: Principal,
     workspaceId: string,
@@ -129,7 +171,10 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     cursor: Position | null,
     read: CatchUpRead,
     res: ServerResponse,
+    slot: StreamSlot,
   ): Promise<void> {
+    // The client left while its stream was being authorized: its 'close' is gone, and so is it.
+    if (res.destroyed) return slot.release();
     const options = this.settings.current;
     res.statusCode = 200;
     res.setHeader('Content-Type', 'text/event-stream');
@@ -143,7 +188,10 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
       topic,
       cursor,
       options: () => this.settings.current,
-      onClosed: (closed, reason) => this.forget(closed, reason),
+      onClosed: (closed, reason) => {
+        slot.release();
+        this.forget(closed, reason);
+      },
     });
     this.connections.add(connection);
     this.opened++;

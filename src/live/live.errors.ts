@@ -14,3 +14,19 @@ export class PositionAheadError extends DomainError {
     );
   }
 }
+
+/** Seconds a client refused for too many open streams is told to wait (`Retry-After`). */
+export const STREAM_LIMIT_RETRY_AFTER_SECONDS = 5;
+
+/** One token, or the whole process, already holds as many open SSE streams as allowed. HTTP 429. */
+export class TooManyStreamsError extends DomainError {
+  constructor(scope: 'token' | 'process', limit: number) {
+    super(
+      'too_many_streams',
+      scope === 'token'
+        ? `this token already holds ${limit} open live streams, the most one token may; close one first`
+        : `this server already holds ${limit} open live streams, the most it serves at once; retry later`,
+      { scope, limit, retryAfterSeconds: STREAM_LIMIT_RETRY_AFTER_SECONDS },
+    );
+  }
+}

@@ -18,6 +18,8 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
     'the resume position is of this store’s form but beyond the end of its event log (from another deployment, or made up); reconnect without it.',
   payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`).',
   unsupported_media_type: 'a body that is not JSON in UTF-8.',
+  too_many_streams:
+    'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',
   unavailable: 'a dependency is down or a read model is behind; nothing was written, retry.',
 };
 

@@ -113,6 +113,7 @@ export const ERROR_ORDER = [
   'position_ahead',
   'payload_too_large',
   'unsupported_media_type',
+  'too_many_streams',
   'unavailable',
 ] as const satisfies readonly ErrorCode[];
 
