@@ -41,8 +41,11 @@ describe('loadConfig', () => {
       expect(config.projectorGatherMs).toBe(50);
     });
 
-    it('limits the live streams of one token and of the process', () => {
+    it('limits slow requests, and the live streams of one token and of the process', () => {
       expect(config).toMatchObject({
+        httpHeadersTimeoutMs: 20_000,
+        httpBodyTimeoutMs: 30_000,
+        httpRequestTimeoutMs: 60_000,
         sseMaxStreamsPerToken: 50,
         sseMaxStreams: 5_000,
       });
@@ -73,6 +76,9 @@ describe('loadConfig', () => {
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
+      FLOSTRA_HTTP_HEADERS_TIMEOUT_MS: '5000',
+      FLOSTRA_HTTP_BODY_TIMEOUT_MS: '10000',
+      FLOSTRA_HTTP_REQUEST_TIMEOUT_MS: '15000',
       FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: '3',
       FLOSTRA_SSE_MAX_STREAMS: '300',
       LOG_LEVEL: 'DEBUG',
@@ -92,6 +98,9 @@ describe('loadConfig', () => {
       workerConcurrency: 16,
       projectorGatherMs: 0,
       egressAllow: ['10.1.0.0/16', '.corp.example'],
+      httpHeadersTimeoutMs: 5000,
+      httpBodyTimeoutMs: 10000,
+      httpRequestTimeoutMs: 15000,
       sseMaxStreamsPerToken: 3,
       sseMaxStreams: 300,
       logLevel: 'debug',
@@ -134,6 +143,16 @@ describe('loadConfig', () => {
         'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "10001"',
       ],
       ['FLOSTRA_PROJECTOR_GATHER_MS', '2.5', 'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "2.5"'],
+      [
+        'FLOSTRA_HTTP_BODY_TIMEOUT_MS',
+        '50',
+        'FLOSTRA_HTTP_BODY_TIMEOUT_MS: expected an integer number of milliseconds 100-3600000, got "50"',
+      ],
+      [
+        'FLOSTRA_HTTP_HEADERS_TIMEOUT_MS',
+        '90000',
+        'FLOSTRA_HTTP_HEADERS_TIMEOUT_MS: expected at most FLOSTRA_HTTP_REQUEST_TIMEOUT_MS (60000), got "90000"',
+      ],
       ['FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN', '0', 'FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: expected an integer 1-1000000, got "0"'],
       ['FLOSTRA_SSE_MAX_STREAMS', 'many', 'FLOSTRA_SSE_MAX_STREAMS: expected an integer 1-1000000, got "many"'],
     ])('%s=%s', (variable, value, message) => {

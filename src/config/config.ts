@@ -13,6 +13,11 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** See `ProjectorOptions.gatherMs`. */
 export const DEFAULT_PROJECTOR_GATHER_MS = 50;
 
+/** HTTP time limits (docs/operations.md, "Resource limits"). */
+export const DEFAULT_HTTP_HEADERS_TIMEOUT_MS = 20_000;
+export const DEFAULT_HTTP_BODY_TIMEOUT_MS = 30_000;
+export const DEFAULT_HTTP_REQUEST_TIMEOUT_MS = 60_000;
+
 /** Open SSE streams: per token, and for the whole process. */
 export const DEFAULT_SSE_MAX_STREAMS_PER_TOKEN = 50;
 export const DEFAULT_SSE_MAX_STREAMS = 5_000;
@@ -126,6 +131,9 @@ const envSchema = z.object({
     const ms = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
     return ms >= 0 && ms <= 10_000 ? ms : fail(ctx, 'expected an integer number of milliseconds 0-10000');
   }),
+  FLOSTRA_HTTP_HEADERS_TIMEOUT_MS: integer(DEFAULT_HTTP_HEADERS_TIMEOUT_MS, 100, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_HTTP_BODY_TIMEOUT_MS: integer(DEFAULT_HTTP_BODY_TIMEOUT_MS, 100, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_HTTP_REQUEST_TIMEOUT_MS: integer(DEFAULT_HTTP_REQUEST_TIMEOUT_MS, 100, 3_600_000, ' number of milliseconds'),
   FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: integer(DEFAULT_SSE_MAX_STREAMS_PER_TOKEN, 1, 1_000_000),
   FLOSTRA_SSE_MAX_STREAMS: integer(DEFAULT_SSE_MAX_STREAMS, 1, 1_000_000),
   FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
@@ -173,6 +181,12 @@ function toConfig(env: Env) {
     projectorGatherMs: env.FLOSTRA_PROJECTOR_GATHER_MS,
     /** CIDRs (`10.0.0.0/8`) and host names (`.example.com` for subdomains) http nodes may reach beyond the public internet. */
     egressAllow: env.FLOSTRA_EGRESS_ALLOW as readonly string[],
+    /** Node's `headersTimeout`: the request line and headers must arrive within it. */
+    httpHeadersTimeoutMs: env.FLOSTRA_HTTP_HEADERS_TIMEOUT_MS,
+    /** A request body must arrive within it once reading began, else 408 and the connection is closed. */
+    httpBodyTimeoutMs: env.FLOSTRA_HTTP_BODY_TIMEOUT_MS,
+    /** Node's `requestTimeout`: the whole request (not the response: SSE streams stay open). */
+    httpRequestTimeoutMs: env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS,
     /** Open SSE streams one token may hold in this process. */
     sseMaxStreamsPerToken: env.FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN,
     /** Open SSE streams this process serves at once. */
@@ -201,7 +215,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const value = env[key];
     raw[key] = value === undefined || value.trim() === '' ? undefined : value.trim();
   }
-  const parsed = envSchema.safeParse(raw);
+  const parsed = envSchema
+    .superRefine((env, ctx) => {
+      // The whole request holds its headers and its body: neither limit may exceed it.
+      for (const part of ['FLOSTRA_HTTP_HEADERS_TIMEOUT_MS', 'FLOSTRA_HTTP_BODY_TIMEOUT_MS'] as const) {
+        if (env[part] > env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [part],
+            message: `expected at most FLOSTRA_HTTP_REQUEST_TIMEOUT_MS (${env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS})`,
+          });
+        }
+      }
+    })
+    .safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
       const variable = String(issue.path[0]);

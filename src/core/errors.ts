@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'concurrency_conflict'
   | 'position_ahead'
+  | 'request_timeout'
   | 'too_many_streams'
   | 'unavailable';
 
