@@ -41,13 +41,16 @@ describe('loadConfig', () => {
       expect(config.projectorGatherMs).toBe(50);
     });
 
-    it('limits slow requests, and the live streams of one token and of the process', () => {
+    it('limits slow requests, the live streams of one token and of the process, and transforms', () => {
       expect(config).toMatchObject({
         httpHeadersTimeoutMs: 20_000,
         httpBodyTimeoutMs: 30_000,
         httpRequestTimeoutMs: 60_000,
         sseMaxStreamsPerToken: 50,
         sseMaxStreams: 5_000,
+        transformTimeoutMs: 1_000,
+        transformMemoryMb: 64,
+        transformProcesses: 2,
       });
     });
 
@@ -81,6 +84,9 @@ describe('loadConfig', () => {
       FLOSTRA_HTTP_REQUEST_TIMEOUT_MS: '15000',
       FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: '3',
       FLOSTRA_SSE_MAX_STREAMS: '300',
+      FLOSTRA_TRANSFORM_TIMEOUT_MS: '250',
+      FLOSTRA_TRANSFORM_MEMORY_MB: '128',
+      FLOSTRA_TRANSFORM_PROCESSES: '4',
       LOG_LEVEL: 'DEBUG',
     });
     expect(config).toEqual({
@@ -103,6 +109,9 @@ describe('loadConfig', () => {
       httpRequestTimeoutMs: 15000,
       sseMaxStreamsPerToken: 3,
       sseMaxStreams: 300,
+      transformTimeoutMs: 250,
+      transformMemoryMb: 128,
+      transformProcesses: 4,
       logLevel: 'debug',
     });
     expect(isEmbedded(config)).toBe(false);
@@ -154,6 +163,13 @@ describe('loadConfig', () => {
         'FLOSTRA_HTTP_HEADERS_TIMEOUT_MS: expected at most FLOSTRA_HTTP_REQUEST_TIMEOUT_MS (60000), got "90000"',
       ],
       ['FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN', '0', 'FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: expected an integer 1-1000000, got "0"'],
+      [
+        'FLOSTRA_TRANSFORM_TIMEOUT_MS',
+        '1s',
+        'FLOSTRA_TRANSFORM_TIMEOUT_MS: expected an integer number of milliseconds 10-600000, got "1s"',
+      ],
+      ['FLOSTRA_TRANSFORM_MEMORY_MB', '8', 'FLOSTRA_TRANSFORM_MEMORY_MB: expected an integer number of MB 16-4096, got "8"'],
+      ['FLOSTRA_TRANSFORM_PROCESSES', '65', 'FLOSTRA_TRANSFORM_PROCESSES: expected an integer 1-64, got "65"'],
       ['FLOSTRA_SSE_MAX_STREAMS', 'many', 'FLOSTRA_SSE_MAX_STREAMS: expected an integer 1-1000000, got "many"'],
     ])('%s=%s', (variable, value, message) => {
       const error = configError({ [variable]: value });

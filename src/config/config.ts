@@ -18,6 +18,11 @@ export const DEFAULT_HTTP_HEADERS_TIMEOUT_MS = 20_000;
 export const DEFAULT_HTTP_BODY_TIMEOUT_MS = 30_000;
 export const DEFAULT_HTTP_REQUEST_TIMEOUT_MS = 60_000;
 
+/** Limits of one `transform` evaluation, and the evaluator processes of one worker. */
+export const DEFAULT_TRANSFORM_TIMEOUT_MS = 1_000;
+export const DEFAULT_TRANSFORM_MEMORY_MB = 64;
+export const DEFAULT_TRANSFORM_PROCESSES = 2;
+
 /** Open SSE streams: per token, and for the whole process. */
 export const DEFAULT_SSE_MAX_STREAMS_PER_TOKEN = 50;
 export const DEFAULT_SSE_MAX_STREAMS = 5_000;
@@ -136,6 +141,9 @@ const envSchema = z.object({
   FLOSTRA_HTTP_REQUEST_TIMEOUT_MS: integer(DEFAULT_HTTP_REQUEST_TIMEOUT_MS, 100, 3_600_000, ' number of milliseconds'),
   FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: integer(DEFAULT_SSE_MAX_STREAMS_PER_TOKEN, 1, 1_000_000),
   FLOSTRA_SSE_MAX_STREAMS: integer(DEFAULT_SSE_MAX_STREAMS, 1, 1_000_000),
+  FLOSTRA_TRANSFORM_TIMEOUT_MS: integer(DEFAULT_TRANSFORM_TIMEOUT_MS, 10, 600_000, ' number of milliseconds'),
+  FLOSTRA_TRANSFORM_MEMORY_MB: integer(DEFAULT_TRANSFORM_MEMORY_MB, 16, 4_096, ' number of MB'),
+  FLOSTRA_TRANSFORM_PROCESSES: integer(DEFAULT_TRANSFORM_PROCESSES, 1, 64),
   FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
     raw === undefined
       ? []
@@ -191,8 +199,19 @@ function toConfig(env: Env) {
     sseMaxStreamsPerToken: env.FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN,
     /** Open SSE streams this process serves at once. */
     sseMaxStreams: env.FLOSTRA_SSE_MAX_STREAMS,
+    /** Wall-clock limit of one transform evaluation. */
+    transformTimeoutMs: env.FLOSTRA_TRANSFORM_TIMEOUT_MS,
+    /** Heap of each transform evaluator process. */
+    transformMemoryMb: env.FLOSTRA_TRANSFORM_MEMORY_MB,
+    /** Transform evaluator processes of one worker (evaluations running at once). */
+    transformProcesses: env.FLOSTRA_TRANSFORM_PROCESSES,
     logLevel: env.LOG_LEVEL,
   };
+}
+
+/** The limits of transform evaluation a worker of this process gets (createWorker's `transform`). */
+export function transformLimits(config: AppConfig): { timeoutMs: number; memoryMb: number; processes: number } {
+  return { timeoutMs: config.transformTimeoutMs, memoryMb: config.transformMemoryMb, processes: config.transformProcesses };
 }
 
 /** Validated configuration of one process; build it only with `loadConfig`. */
