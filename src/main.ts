@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { type AppConfig, ConfigError, isEmbedded, loadConfig, runsRole } from './config/config.js';
+import { type AppConfig, ConfigError, isEmbedded, loadConfig, runsRole, transformLimits } from './config/config.js';
 import { KafkaBus } from './bus/kafka/kafka-bus.js';
 import { createWorker } from './worker/runtime/create-worker.js';
 import type { WorkerService } from './worker/runtime/worker.service.js';
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
       logger,
       concurrency: config.workerConcurrency,
       egressAllow: config.egressAllow,
+      transform: transformLimits(config),
     });
     await worker.start();
   }
@@ -107,6 +108,7 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
     logger,
     concurrency: config.workerConcurrency,
     egressAllow: config.egressAllow,
+    transform: transformLimits(config),
   });
   await worker.start();
   const stop = async (signal: string) => {

@@ -44,6 +44,19 @@ describe('loadConfig', () => {
       expect(config.projectorGatherMs).toBe(50);
     });
 
+    it('limits slow requests, the live streams of one token and of the process, and transforms', () => {
+      expect(config).toMatchObject({
+        httpHeadersTimeoutMs: 20_000,
+        httpBodyTimeoutMs: 30_000,
+        httpRequestTimeoutMs: 60_000,
+        sseMaxStreamsPerToken: 50,
+        sseMaxStreams: 5_000,
+        transformTimeoutMs: 1_000,
+        transformMemoryMb: 64,
+        transformProcesses: 2,
+      });
+    });
+
     it('is frozen', () => {
       expect(Object.isFrozen(config)).toBe(true);
     });
@@ -72,6 +85,14 @@ describe('loadConfig', () => {
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
       FLOSTRA_SECRETS_KEY: 'ab'.repeat(32),
       FLOSTRA_SECRETS_PREVIOUS_KEYS: 'cd'.repeat(32),
+      FLOSTRA_HTTP_HEADERS_TIMEOUT_MS: '5000',
+      FLOSTRA_HTTP_BODY_TIMEOUT_MS: '10000',
+      FLOSTRA_HTTP_REQUEST_TIMEOUT_MS: '15000',
+      FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: '3',
+      FLOSTRA_SSE_MAX_STREAMS: '300',
+      FLOSTRA_TRANSFORM_TIMEOUT_MS: '250',
+      FLOSTRA_TRANSFORM_MEMORY_MB: '128',
+      FLOSTRA_TRANSFORM_PROCESSES: '4',
       LOG_LEVEL: 'DEBUG',
     });
     expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
@@ -95,6 +116,14 @@ describe('loadConfig', () => {
       secretsKey: expect.anything(),
       secretsPreviousKeys: [expect.anything()],
       secretsKeyFile: null,
+      httpHeadersTimeoutMs: 5000,
+      httpBodyTimeoutMs: 10000,
+      httpRequestTimeoutMs: 15000,
+      sseMaxStreamsPerToken: 3,
+      sseMaxStreams: 300,
+      transformTimeoutMs: 250,
+      transformMemoryMb: 128,
+      transformProcesses: 4,
       logLevel: 'debug',
     });
     expect(isEmbedded(config)).toBe(false);
@@ -136,6 +165,25 @@ describe('loadConfig', () => {
         'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "10001"',
       ],
       ['FLOSTRA_PROJECTOR_GATHER_MS', '2.5', 'FLOSTRA_PROJECTOR_GATHER_MS: expected an integer number of milliseconds 0-10000, got "2.5"'],
+      [
+        'FLOSTRA_HTTP_BODY_TIMEOUT_MS',
+        '50',
+        'FLOSTRA_HTTP_BODY_TIMEOUT_MS: expected an integer number of milliseconds 100-3600000, got "50"',
+      ],
+      [
+        'FLOSTRA_HTTP_HEADERS_TIMEOUT_MS',
+        '90000',
+        'FLOSTRA_HTTP_HEADERS_TIMEOUT_MS: expected at most FLOSTRA_HTTP_REQUEST_TIMEOUT_MS (60000), got "90000"',
+      ],
+      ['FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN', '0', 'FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: expected an integer 1-1000000, got "0"'],
+      [
+        'FLOSTRA_TRANSFORM_TIMEOUT_MS',
+        '1s',
+        'FLOSTRA_TRANSFORM_TIMEOUT_MS: expected an integer number of milliseconds 10-600000, got "1s"',
+      ],
+      ['FLOSTRA_TRANSFORM_MEMORY_MB', '8', 'FLOSTRA_TRANSFORM_MEMORY_MB: expected an integer number of MB 16-4096, got "8"'],
+      ['FLOSTRA_TRANSFORM_PROCESSES', '65', 'FLOSTRA_TRANSFORM_PROCESSES: expected an integer 1-64, got "65"'],
+      ['FLOSTRA_SSE_MAX_STREAMS', 'many', 'FLOSTRA_SSE_MAX_STREAMS: expected an integer 1-1000000, got "many"'],
     ])('%s=%s', (variable, value, message) => {
       const error = configError({ [variable]: value });
       expect(error.message).toContain(message);

@@ -13,6 +13,20 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** See `ProjectorOptions.gatherMs`. */
 export const DEFAULT_PROJECTOR_GATHER_MS = 50;
 
+/** HTTP time limits (docs/operations.md, "Resource limits"). */
+export const DEFAULT_HTTP_HEADERS_TIMEOUT_MS = 20_000;
+export const DEFAULT_HTTP_BODY_TIMEOUT_MS = 30_000;
+export const DEFAULT_HTTP_REQUEST_TIMEOUT_MS = 60_000;
+
+/** Limits of one `transform` evaluation, and the evaluator processes of one worker. */
+export const DEFAULT_TRANSFORM_TIMEOUT_MS = 1_000;
+export const DEFAULT_TRANSFORM_MEMORY_MB = 64;
+export const DEFAULT_TRANSFORM_PROCESSES = 2;
+
+/** Open SSE streams: per token, and for the whole process. */
+export const DEFAULT_SSE_MAX_STREAMS_PER_TOKEN = 50;
+export const DEFAULT_SSE_MAX_STREAMS = 5_000;
+
 /** Start-up stops on it; the message names every offending variable. */
 export class ConfigError extends Error {
   constructor(
@@ -68,6 +82,15 @@ function fail(ctx: Ctx, message: string): never {
 }
 
 const optional = z.string().optional();
+
+/** An integer variable within bounds, or its default when unset. */
+function integer(fallback: number, min: number, max: number, unit = '') {
+  return optional.transform((raw, ctx) => {
+    if (raw === undefined) return fallback;
+    const n = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+    return n >= min && n <= max ? n : fail(ctx, `expected an integer${unit} ${min}-${max}`);
+  });
+}
 
 function urlScheme(raw: string): string | null {
   try {
@@ -151,6 +174,14 @@ const envSchema = z.object({
     const ms = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
     return ms >= 0 && ms <= 10_000 ? ms : fail(ctx, 'expected an integer number of milliseconds 0-10000');
   }),
+  FLOSTRA_HTTP_HEADERS_TIMEOUT_MS: integer(DEFAULT_HTTP_HEADERS_TIMEOUT_MS, 100, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_HTTP_BODY_TIMEOUT_MS: integer(DEFAULT_HTTP_BODY_TIMEOUT_MS, 100, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_HTTP_REQUEST_TIMEOUT_MS: integer(DEFAULT_HTTP_REQUEST_TIMEOUT_MS, 100, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN: integer(DEFAULT_SSE_MAX_STREAMS_PER_TOKEN, 1, 1_000_000),
+  FLOSTRA_SSE_MAX_STREAMS: integer(DEFAULT_SSE_MAX_STREAMS, 1, 1_000_000),
+  FLOSTRA_TRANSFORM_TIMEOUT_MS: integer(DEFAULT_TRANSFORM_TIMEOUT_MS, 10, 600_000, ' number of milliseconds'),
+  FLOSTRA_TRANSFORM_MEMORY_MB: integer(DEFAULT_TRANSFORM_MEMORY_MB, 16, 4_096, ' number of MB'),
+  FLOSTRA_TRANSFORM_PROCESSES: integer(DEFAULT_TRANSFORM_PROCESSES, 1, 64),
   FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
     raw === undefined
       ? []
@@ -220,8 +251,29 @@ function toConfig(env: Env) {
     secretsPreviousKeys: env.FLOSTRA_SECRETS_PREVIOUS_KEYS as readonly SecretKeyBytes[],
     /** Where `secretsKey` was read from when it came from the embedded key file (set by the bootstrap), else null. */
     secretsKeyFile: null as string | null,
+    /** Node's `headersTimeout`: the request line and headers must arrive within it. */
+    httpHeadersTimeoutMs: env.FLOSTRA_HTTP_HEADERS_TIMEOUT_MS,
+    /** A request body must arrive within it once reading began, else 408 and the connection is closed. */
+    httpBodyTimeoutMs: env.FLOSTRA_HTTP_BODY_TIMEOUT_MS,
+    /** Node's `requestTimeout`: the whole request (not the response: SSE streams stay open). */
+    httpRequestTimeoutMs: env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS,
+    /** Open SSE streams one token may hold in this process. */
+    sseMaxStreamsPerToken: env.FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN,
+    /** Open SSE streams this process serves at once. */
+    sseMaxStreams: env.FLOSTRA_SSE_MAX_STREAMS,
+    /** Wall-clock limit of one transform evaluation. */
+    transformTimeoutMs: env.FLOSTRA_TRANSFORM_TIMEOUT_MS,
+    /** Heap of each transform evaluator process. */
+    transformMemoryMb: env.FLOSTRA_TRANSFORM_MEMORY_MB,
+    /** Transform evaluator processes of one worker (evaluations running at once). */
+    transformProcesses: env.FLOSTRA_TRANSFORM_PROCESSES,
     logLevel: env.LOG_LEVEL,
   };
+}
+
+/** The limits of transform evaluation a worker of this process gets (createWorker's `transform`). */
+export function transformLimits(config: AppConfig): { timeoutMs: number; memoryMb: number; processes: number } {
+  return { timeoutMs: config.transformTimeoutMs, memoryMb: config.transformMemoryMb, processes: config.transformProcesses };
 }
 
 /** Validated configuration of one process; build it only with `loadConfig`. */
@@ -250,7 +302,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const value = env[key];
     raw[key] = value === undefined || value.trim() === '' ? undefined : value.trim();
   }
-  const parsed = envSchema.safeParse(raw);
+  const parsed = envSchema
+    .superRefine((env, ctx) => {
+      // The whole request holds its headers and its body: neither limit may exceed it.
+      for (const part of ['FLOSTRA_HTTP_HEADERS_TIMEOUT_MS', 'FLOSTRA_HTTP_BODY_TIMEOUT_MS'] as const) {
+        if (env[part] > env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [part],
+            message: `expected at most FLOSTRA_HTTP_REQUEST_TIMEOUT_MS (${env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS})`,
+          });
+        }
+      }
+    })
+    .safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
       const variable = String(issue.path[0]);

@@ -116,6 +116,12 @@ export const BUS = Symbol('Bus');
 /** Consumer group of the ingestor: its committed offsets on the results topic say what the control plane has handled. */
 export const INGESTOR_GROUP_ID = 'flostra-ingestor';
 
+/**
+ * Largest result message on `flostra.results.v1` (docs/api.md, "Results"): the ingestor
+ * dead-letters larger ones unread, so a worker never publishes one.
+ */
+export const MAX_RESULT_MESSAGE_BYTES = 1024 * 1024;
+
 /** Topics of the worker protocol (docs/api.md, "Worker protocol"). */
 export const TOPICS = {
   dispatch: 'flostra.dispatch.v1',

@@ -16,6 +16,9 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'concurrency_conflict'
+  | 'position_ahead'
+  | 'request_timeout'
+  | 'too_many_streams'
   | 'unavailable';
 
 export interface ValidationIssue {

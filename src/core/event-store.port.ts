@@ -87,6 +87,19 @@ export interface EventStore {
   subscribeToAll(options: SubscribeOptions): AsyncIterable<RecordedEvent[]>;
   /** Position of the last event in the global log (null for an empty log). */
   headPosition(): Promise<Position | null>;
+  /**
+   * Whether `text` has the form of this store's positions: one it could have handed out, though
+   * not necessarily the position of an event. No I/O. Positions of one store are fixed-width
+   * strings, so among valid ones plain string order is log order.
+   */
+  isPosition(text: string): boolean;
+  /**
+   * Whether a valid position (`isPosition`) lies beyond the last committed event: the log has
+   * not reached it, so no reader of this store was ever handed it. Events committed but not yet
+   * visible to global readers (behind an older open transaction) count: the position an append
+   * returned is never ahead.
+   */
+  isAheadOfLog(position: Position): Promise<boolean>;
   /** Releases connections; only for the owner of the store. */
   close(): Promise<void>;
 }

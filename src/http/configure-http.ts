@@ -1,34 +1,71 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Server } from 'node:http';
+import { authenticateOnArrival } from '../auth/authenticate-on-arrival.js';
+import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
 import type { AppConfig } from '../config/config.js';
 import { createLogger, NestLoggerAdapter, type Logger } from '../core/logger.js';
-import { bodyParserErrors, emptyBodyAsObject, isJsonRequest, rejectNonJsonBodies, rejectUnstorableJson } from './json-body.js';
+import { emptyBodyAsObject, readJsonBody, rejectUnstorableJson } from './json-body.js';
 import { ProblemFilter } from './problem.filter.js';
 import { requestLogging } from './request-logging.js';
 
+export type HttpShellConfig = Pick<
+  AppConfig,
+  'maxBodyBytes' | 'logLevel' | 'httpHeadersTimeoutMs' | 'httpBodyTimeoutMs' | 'httpRequestTimeoutMs'
+>;
+
 /**
  * Installs the HTTP shell on a Nest app, before `init()`/`listen()`: JSON logs (Nest's too),
- * request logging, the JSON-only body parser limited to FLOSTRA_MAX_BODY_BYTES, and the
- * problem+json filter. `x-powered-by` is off.
+ * request logging, authentication on arrival, the JSON-only body reader limited to
+ * FLOSTRA_MAX_BODY_BYTES and FLOSTRA_HTTP_BODY_TIMEOUT_MS, the server's header and request
+ * timeouts, and the problem+json filter. `x-powered-by` is off.
  *
  * Create the app with `{ bodyParser: false }` (NestFactory.create or createNestApplication):
- * this is the one body parser. (Were Nest's left on, it would only find bodies already read.)
- * Pass `logger: new NestLoggerAdapter(logger)` there too, to have bootstrap logs in JSON.
- * Authentication is not installed here: import `AuthModule.forRoot(registry)`.
+ * this is the one body reader. Pass `logger: new NestLoggerAdapter(logger)` there too, to have
+ * bootstrap logs in JSON. Import `AuthModule.forRoot(registry)` into the app first: its
+ * registry authenticates requests before their bodies are read, and its guard answers 401.
  */
 export function configureHttp(
   app: NestExpressApplication,
-  config: Pick<AppConfig, 'maxBodyBytes' | 'logLevel'>,
+  config: HttpShellConfig,
   logger: Logger = createLogger({ level: config.logLevel }),
 ): void {
   const httpLogger = logger.child({ component: 'http' });
   app.useLogger(new NestLoggerAdapter(logger.child({ component: 'nest' })));
   app.disable('x-powered-by');
+  limitSlowRequests(app.getHttpServer(), config);
+  const registry = tokenRegistryOf(app);
   // Order matters: Express runs these in turn, before any route.
   app.use(requestLogging(httpLogger));
-  app.use(rejectNonJsonBodies);
-  app.useBodyParser('json', { limit: config.maxBodyBytes, strict: true, type: isJsonRequest });
-  app.use(bodyParserErrors(config.maxBodyBytes));
+  if (registry !== null) app.use(authenticateOnArrival(registry));
+  app.use(readJsonBody({ limitBytes: config.maxBodyBytes, timeoutMs: config.httpBodyTimeoutMs, authenticatedOnly: registry !== null }));
   app.use(rejectUnstorableJson);
   app.use(emptyBodyAsObject);
   app.useGlobalFilters(new ProblemFilter(httpLogger));
+}
+
+/**
+ * Node's own limits on slow requests: the headers within `headersTimeout`, the whole request
+ * within `requestTimeout` (408 and the connection closed). Both end once the request has arrived,
+ * so a long response (an SSE stream) is never cut. Expired requests are looked for every quarter
+ * of the shorter limit instead of every 30 s. `Expect: 100-continue` is left to the body reader,
+ * which refuses what it can before the client sends the body.
+ */
+function limitSlowRequests(server: Server, config: HttpShellConfig): void {
+  server.headersTimeout = config.httpHeadersTimeoutMs;
+  server.requestTimeout = config.httpRequestTimeoutMs;
+  // Read when the server starts listening; missing from @types/node 20.
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
+    30_000,
+    Math.max(50, Math.floor(Math.min(config.httpHeadersTimeoutMs, config.httpRequestTimeoutMs) / 4)),
+  );
+  server.on('checkContinue', (request, response) => server.emit('request', request, response));
+}
+
+/** The app's TokenRegistry, or null for an app without AuthModule (it authenticates nothing). */
+function tokenRegistryOf(app: NestExpressApplication): TokenRegistry | null {
+  try {
+    return app.get<TokenRegistry>(TOKEN_REGISTRY, { strict: false });
+  } catch {
+    return null;
+  }
 }

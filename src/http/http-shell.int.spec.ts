@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
+import { gzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { sleep } from '../../test/support/eventually.js';
 import { AuthModule } from '../auth/auth.module.js';
@@ -114,6 +115,19 @@ describe('the HTTP shell', () => {
       expect(await response.json()).toEqual({ status: 'ok' });
     });
 
+    it('answers 401, not 400, for a malformed body without a valid token: the body is never read', async () => {
+      for (const headers of [{}, { authorization: 'Bearer not-a-known-token' }] as Record<string, string>[]) {
+        const response = await fetch(`${base}/test/echo`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: '{"a":',
+        });
+        expect(response.status).toBe(401);
+        expect(response.headers.get('connection')).toBe('close');
+        expect((await problemOf(response)).code).toBe('unauthenticated');
+      }
+    });
+
     it('hands the principal to the handler', async () => {
       const response = await fetch(`${base}/test/echo`, { method: 'POST', headers: json, body: '{"a":1}' });
       expect(response.status).toBe(201);
@@ -185,6 +199,25 @@ describe('the HTTP shell', () => {
       const response = await fetch(`${base}/test/echo`, { method: 'POST', headers: json, body: stream, duplex: 'half' });
       expect(response.status).toBe(413);
       expect((await problemOf(response)).code).toBe('payload_too_large');
+    });
+
+    it('reads a gzip-encoded body, and refuses an unknown Content-Encoding with 415', async () => {
+      const body = gzipSync('{"zipped":true}');
+      const zipped = await fetch(`${base}/test/echo`, { method: 'POST', headers: { ...json, 'content-encoding': 'gzip' }, body });
+      expect(await zipped.json()).toEqual({ subject: 'olga', body: { zipped: true } });
+      const unknown = await fetch(`${base}/test/echo`, { method: 'POST', headers: { ...json, 'content-encoding': 'zip' }, body });
+      expect(unknown.status).toBe(415);
+      expect((await problemOf(unknown)).detail).toBe('unsupported Content-Encoding zip');
+    });
+
+    it('refuses a charset other than UTF-8 with 415', async () => {
+      const response = await fetch(`${base}/test/echo`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json; charset=latin1' },
+        body: '{"a":1}',
+      });
+      expect(response.status).toBe(415);
+      expect((await problemOf(response)).code).toBe('unsupported_media_type');
     });
 
     it('answers a schema mismatch with 400 and every issue', async () => {

@@ -7,6 +7,13 @@ export class PayloadTooLargeError extends DomainError {
   }
 }
 
+/** A request body that did not arrive within FLOSTRA_HTTP_BODY_TIMEOUT_MS. HTTP 408. */
+export class RequestTimeoutError extends DomainError {
+  constructor(timeoutMs: number) {
+    super('request_timeout', `the request body did not arrive within ${timeoutMs} ms`, { timeoutMs });
+  }
+}
+
 /** A request body that is not JSON (or not in UTF-8). HTTP 415. */
 export class UnsupportedMediaTypeError extends DomainError {
   constructor(message: string) {

@@ -5,7 +5,7 @@ import { PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
 import { pathOf, type ShellRequest } from './http-request.js';
 
 /**
- * The one exception filter: everything thrown by a handler, a guard, a pipe or a body parser,
+ * The one exception filter: everything thrown by a handler, a guard, a pipe or the body reader,
  * and unknown routes, become RFC 9457 problem+json (promise 11, docs/architecture.md). Unexpected errors are logged
  * and answered with a generic 500 that reveals nothing of them.
  */
@@ -34,6 +34,7 @@ export class ProblemFilter implements ExceptionFilter {
     response.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
     response.setHeader('Cache-Control', 'no-store');
     if (problem.code === 'unauthenticated') response.setHeader('WWW-Authenticate', 'Bearer');
+    if (typeof problem.retryAfterSeconds === 'number') response.setHeader('Retry-After', String(problem.retryAfterSeconds));
     response.end(JSON.stringify(problem));
   }
 }

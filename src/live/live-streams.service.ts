@@ -5,12 +5,26 @@ import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
 import { EVENT_STORE, type EventStore, type Position } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { TIMELINE_READER, type TimelineReader } from '../core/timeline.port.js';
+import { ValidationFailedError } from '../core/errors.js';
 import { ExecutionStreams } from '../executions/application/execution-streams.js';
 import { CatchUpSlots } from './catch-up-slots.js';
 import { LiveFeed, type LiveTopic } from './live-feed.js';
+import { PositionAheadError, TooManyStreamsError } from './live.errors.js';
 import { LiveSettings } from './live.settings.js';
 import { SseConnection, type CatchUpRead, type CloseReason } from './sse-connection.js';
 import { preambleFrame } from './sse-frame.js';
+
+/** Where a client asked to resume: the position, and which of the request's parts named it. */
+export interface ResumeFrom {
+  position: Position;
+  /** As issue paths name them: `Last-Event-ID` (the header) or `query.lastEventId`. */
+  source: 'Last-Event-ID' | 'query.lastEventId';
+}
+
+/** A place among the open streams, taken before a stream opens and given back once, when it ends. */
+interface StreamSlot {
+  release(): void;
+}
 
 /** What one process's streams have done so far (for tests, benchmarks and metrics). */
 export interface LiveStats {
@@ -42,6 +56,9 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   private stopListening: (() => void)[] = [];
   private readonly log: Logger;
   private readonly slots = new CatchUpSlots(() => this.settings.current.maxConcurrentCatchUps);
+  /** Streams open or opening, per token (by tokenId) and in all: what the stream limits count. */
+  private readonly streamsByToken = new Map<string, number>();
+  private streamCount = 0;
 
   constructor(
     @Inject(LiveFeed) private readonly feed: LiveFeed,
@@ -73,22 +90,78 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   /** One execution's events; the execution's own workspace decides (promise 10, docs/architecture.md), else 404. */
-  async openExecutionStream(principal: Principal, executionId: string, after: Position | undefined, res: ServerResponse): Promise<void> {
-    // The timeline may not know a just-started execution yet; the store always does.
-    const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;
-    requireWorkspaceRole(principal, workspaceId, 'viewer', 'execution not found');
-    const read: CatchUpRead = (cursor, limit) => this.slots.run(() => this.timeline.readExecution(executionId, cursor, limit));
-    await this.open(principal, workspaceId, { kind: 'execution', executionId }, after ?? null, read, res);
+  async openExecutionStream(principal: Principal, executionId: string, resume: ResumeFrom | undefined, res: ServerResponse): Promise<void> {
+    this.requireStorePosition(resume);
+    const slot = this.takeSlot(principal);
+    try {
+      // The timeline may not know a just-started execution yet; the store always does.
+      const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;
+      requireWorkspaceRole(principal, workspaceId, 'viewer', 'execution not found');
+      await this.requireReached(resume);
+      const read: CatchUpRead = (cursor, limit) => this.slots.run(() => this.timeline.readExecution(executionId, cursor, limit));
+      await this.open(principal, workspaceId, { kind: 'execution', executionId }, resume?.position ?? null, read, res, slot);
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
   }
 
   /** A workspace's events; without a cursor it starts with the next event appended to the log. */
-  async openWorkspaceStream(principal: Principal, workspaceId: string, after: Position | undefined, res: ServerResponse): Promise<void> {
-    requireWorkspaceRole(principal, workspaceId, 'viewer');
-    // "Now" is the log's head, not the timeline's checkpoint: an event appended before the client
-    // connected but projected after is not news, and the log's positions are the timeline's.
-    const cursor = after ?? (await this.store.headPosition());
-    const read: CatchUpRead = (position, limit) => this.slots.run(() => this.timeline.readWorkspace(workspaceId, position, limit));
-    await this.open(principal, workspaceId, { kind: 'workspace', workspaceId }, cursor, read, res);
+  async openWorkspaceStream(principal: Principal, workspaceId: string, resume: ResumeFrom | undefined, res: ServerResponse): Promise<void> {
+    this.requireStorePosition(resume);
+    const slot = this.takeSlot(principal);
+    try {
+      requireWorkspaceRole(principal, workspaceId, 'viewer');
+      await this.requireReached(resume);
+      // "Now" is the log's head, not the timeline's checkpoint: an event appended before the client
+      // connected but projected after is not news, and the log's positions are the timeline's.
+      const cursor = resume?.position ?? (await this.store.headPosition());
+      const read: CatchUpRead = (position, limit) => this.slots.run(() => this.timeline.readWorkspace(workspaceId, position, limit));
+      await this.open(principal, workspaceId, { kind: 'workspace', workspaceId }, cursor, read, res, slot);
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
+  }
+
+  /**
+   * A resume position must be one of this store's: anything else (`garbage`, another store's
+   * format) would compare with the timeline's positions as text and silently deliver nothing.
+   */
+  private requireStorePosition(resume: ResumeFrom | undefined): void {
+    if (resume === undefined || this.store.isPosition(resume.position)) return;
+    throw new ValidationFailedError(`invalid ${resume.source}: not a position of this event store`, [
+      { path: resume.source, message: 'not a position of this event store (send back an event id exactly as received)' },
+    ]);
+  }
+
+  /** A position of this store's form beyond its log was never handed out: refused, never a silent gap. */
+  private async requireReached(resume: ResumeFrom | undefined): Promise<void> {
+    if (resume !== undefined && (await this.store.isAheadOfLog(resume.position))) {
+      throw new PositionAheadError(resume.source === 'Last-Event-ID' ? 'Last-Event-ID' : 'lastEventId', resume.position);
+    }
+  }
+
+  /** Counts a stream against its token's and the process's limits, or refuses it (429) before anything is read. */
+  private takeSlot(principal: Principal): StreamSlot {
+    const { maxStreamsPerToken, maxStreams } = this.settings.current;
+    const key = principal.tokenId;
+    const ofToken = this.streamsByToken.get(key) ?? 0;
+    if (ofToken >= maxStreamsPerToken) throw new TooManyStreamsError('token', maxStreamsPerToken);
+    if (this.streamCount >= maxStreams) throw new TooManyStreamsError('process', maxStreams);
+    this.streamsByToken.set(key, ofToken + 1);
+    this.streamCount++;
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.streamCount--;
+        const left = (this.streamsByToken.get(key) ?? 1) - 1;
+        if (left > 0) this.streamsByToken.set(key, left);
+        else this.streamsByToken.delete(key);
+      },
+    };
   }
 
   private async open(
@@ -98,7 +171,10 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     cursor: Position | null,
     read: CatchUpRead,
     res: ServerResponse,
+    slot: StreamSlot,
   ): Promise<void> {
+    // The client left while its stream was being authorized: its 'close' is gone, and so is it.
+    if (res.destroyed) return slot.release();
     const options = this.settings.current;
     res.statusCode = 200;
     res.setHeader('Content-Type', 'text/event-stream');
@@ -112,7 +188,10 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
       topic,
       cursor,
       options: () => this.settings.current,
-      onClosed: (closed, reason) => this.forget(closed, reason),
+      onClosed: (closed, reason) => {
+        slot.release();
+        this.forget(closed, reason);
+      },
     });
     this.connections.add(connection);
     this.opened++;

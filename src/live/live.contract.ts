@@ -13,7 +13,9 @@ const STREAM =
   'Each message is `id: <position>`, `event: <event type>`, `data: <LiveEvent JSON>`. The stream opens with `retry: <ms>` and a comment, and a `:` comment ' +
   'keeps it alive. A client that cannot keep up is disconnected and resumes; events are never skipped. A revoked grant ends the stream.';
 const RESUME =
-  'Resume with the Last-Event-ID header (it wins) or `?lastEventId=` (for a first connection): everything after that position, exactly once, in order, then live.';
+  'Resume with the Last-Event-ID header (it wins) or `?lastEventId=` (for a first connection): everything after that position, exactly once, in order, then live. ' +
+  'A cursor that is not a position of this event store is 400 `validation_failed`; one beyond the end of the log, 409 `position_ahead`. ' +
+  'Open streams are limited per token and per process: one more is 429 `too_many_streams` with Retry-After.';
 
 export const executionEventsContract = defineRoute({
   operationId: 'streamExecutionEvents',
@@ -25,7 +27,7 @@ export const executionEventsContract = defineRoute({
   query: eventsQuerySchema,
   headers: resumeHeaders,
   responses: { 200: eventStream(STREAM, liveEventSchema) },
-  errors: ['validation_failed', 'not_found', 'unavailable'],
+  errors: ['validation_failed', 'not_found', 'position_ahead', 'too_many_streams', 'unavailable'],
 });
 
 export const workspaceEventsContract = defineRoute({
@@ -38,5 +40,5 @@ export const workspaceEventsContract = defineRoute({
   query: eventsQuerySchema,
   headers: resumeHeaders,
   responses: { 200: eventStream(STREAM, liveEventSchema) },
-  errors: ['validation_failed', 'not_found', 'unavailable'],
+  errors: ['validation_failed', 'not_found', 'position_ahead', 'too_many_streams', 'unavailable'],
 });

@@ -2,9 +2,8 @@ import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/com
 import type { Response } from 'express';
 import type { Principal } from '../auth/authorization.js';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
-import type { Position } from '../core/event-store.port.js';
 import { parseBody, parseId, parseName } from '../http/validation.js';
-import { LiveStreams } from './live-streams.service.js';
+import { LiveStreams, type ResumeFrom } from './live-streams.service.js';
 import { eventsQuerySchema, positionSchema } from './live-request-schemas.js';
 import { ApiRoute } from '../http/openapi/route-contract.js';
 import { executionEventsContract, workspaceEventsContract } from './live.contract.js';
@@ -13,10 +12,11 @@ import { executionEventsContract, workspaceEventsContract } from './live.contrac
  * The resume point: the Last-Event-ID header an EventSource sends when it reconnects wins over
  * `?lastEventId=`, which only serves a first connection (EventSource cannot set headers).
  */
-function resumePosition(header: string | undefined, rawQuery: unknown): Position | undefined {
+function resumePosition(header: string | undefined, rawQuery: unknown): ResumeFrom | undefined {
   const { lastEventId } = parseBody(eventsQuerySchema, rawQuery, 'query');
-  if (header === undefined || header === '') return lastEventId;
-  return parseBody(positionSchema, header, 'Last-Event-ID');
+  if (header === undefined || header === '')
+    return lastEventId === undefined ? undefined : { position: lastEventId, source: 'query.lastEventId' };
+  return { position: parseBody(positionSchema, header, 'Last-Event-ID'), source: 'Last-Event-ID' };
 }
 
 /** Live events over Server-Sent Events (docs/api.md, "Live events (SSE)"). */

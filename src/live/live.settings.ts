@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { APP_CONFIG, DEFAULT_SSE_MAX_STREAMS, DEFAULT_SSE_MAX_STREAMS_PER_TOKEN, type AppConfig } from '../config/config.js';
 
 /** Tunables of live progress (SSE). Defaults suit production; tests shorten the timers. */
 export interface LiveOptions {
@@ -20,6 +21,10 @@ export interface LiveOptions {
   feedPageSize: number;
   /** The live feed reads at least this often, in case a wake-up (onAdvance) was missed. */
   feedPollMs: number;
+  /** Streams one token may hold open in this process (FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN); one more is 429. */
+  maxStreamsPerToken: number;
+  /** Streams this process holds open at most, all tokens together (FLOSTRA_SSE_MAX_STREAMS). */
+  maxStreams: number;
 }
 
 export const DEFAULT_LIVE_OPTIONS: Readonly<LiveOptions> = Object.freeze({
@@ -32,6 +37,8 @@ export const DEFAULT_LIVE_OPTIONS: Readonly<LiveOptions> = Object.freeze({
   maxConcurrentCatchUps: 8,
   feedPageSize: 500,
   feedPollMs: 1_000,
+  maxStreamsPerToken: DEFAULT_SSE_MAX_STREAMS_PER_TOKEN,
+  maxStreams: DEFAULT_SSE_MAX_STREAMS,
 });
 
 /**
@@ -41,8 +48,15 @@ export const DEFAULT_LIVE_OPTIONS: Readonly<LiveOptions> = Object.freeze({
  */
 @Injectable()
 export class LiveSettings {
-  private options: LiveOptions = { ...DEFAULT_LIVE_OPTIONS };
+  private options: LiveOptions;
   private readonly listeners = new Set<() => void>();
+
+  constructor(@Optional() @Inject(APP_CONFIG) config?: Pick<AppConfig, 'sseMaxStreamsPerToken' | 'sseMaxStreams'>) {
+    this.options = {
+      ...DEFAULT_LIVE_OPTIONS,
+      ...(config !== undefined ? { maxStreamsPerToken: config.sseMaxStreamsPerToken, maxStreams: config.sseMaxStreams } : {}),
+    };
+  }
 
   get current(): Readonly<LiveOptions> {
     return this.options;

@@ -239,6 +239,48 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
       });
     });
 
+    describe('when a client hands a position back', () => {
+      it('recognizes the positions it hands out, and nothing else', async () => {
+        const prefix = uniquePrefix();
+        const result = await store.appendToStream(`${prefix}1`, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        const [first] = await store.readStream(`${prefix}1`);
+        const head = await store.headPosition();
+        for (const position of [result.position, first.position, head!]) expect(store.isPosition(position)).toBe(true);
+        const position = result.position;
+        const notPositions = [
+          'garbage',
+          'zzz',
+          '',
+          `${position}0`, // one digit more: the other store's format, or none
+          position.slice(1),
+          position.replace('-', ':'),
+          `99999999999999999999${position.slice(20)}`, // out of range
+          ` ${position}`,
+        ];
+        for (const text of notPositions) expect([text, store.isPosition(text)]).toEqual([text, false]);
+      });
+
+      it('tells a position beyond the last committed event from one the log has reached', async () => {
+        const prefix = uniquePrefix();
+        const result = await store.appendToStream(`${prefix}1`, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        const [first] = await store.readStream(`${prefix}1`);
+        expect(await store.isAheadOfLog(result.position)).toBe(false);
+        expect(await store.isAheadOfLog(first.position)).toBe(false);
+        expect(await other.isAheadOfLog(result.position)).toBe(false);
+        // Well-formed and behind the head, though no event's: not ahead.
+        const [major, minor] = result.position.split('-');
+        expect(await store.isAheadOfLog(`${'0'.repeat(major.length)}-${'1'.padStart(minor.length, '0')}`)).toBe(false);
+        // Positions of both stores start with 20 digits; 10^19 is within range and far beyond any log here.
+        const beyond = `1${'0'.repeat(19)}-${minor}`;
+        expect(store.isPosition(beyond)).toBe(true);
+        expect(await store.isAheadOfLog(beyond)).toBe(true);
+      });
+
+      it('rejects a malformed position with a validation error', async () => {
+        await expect(store.isAheadOfLog('garbage')).rejects.toBeInstanceOf(ValidationFailedError);
+      });
+    });
+
     subscriptionContract(context);
   });
 }

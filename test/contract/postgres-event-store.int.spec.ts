@@ -69,6 +69,8 @@ describe('Postgres event store on a real server', () => {
       expect(subscription.events).toEqual([]);
       expect(await store.readAll({ after: head, maxCount: 10, streamPrefixes: [prefix] })).toEqual([]);
       expect(await store.headPosition()).toBe(head);
+      // Held back from readers, yet handed out by the append: a client may resume from it.
+      expect(await store.isAheadOfLog(secondAppend.position)).toBe(false);
 
       await raw.query('commit');
       const delivered = await subscription.waitFor(2, 5_000);

@@ -3,7 +3,7 @@ import { createApp } from '../../src/app/create-app.js';
 import { TokenRegistry } from '../../src/auth/token-registry.js';
 import { loadTokens } from '../../src/auth/tokens.loader.js';
 import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig, transformLimits } from '../../src/config/config.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { randomIds } from '../../src/core/ids.js';
 import { createLogger, type Logger, type LogThreshold } from '../../src/core/logger.js';
@@ -160,6 +160,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
       logger,
       concurrency: settings.concurrency ?? 4,
       egressAllow: settings.egressAllow ?? [],
+      transform: transformLimits(config),
     });
     await worker.start();
   }

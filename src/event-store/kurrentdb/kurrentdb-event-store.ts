@@ -33,7 +33,7 @@ import {
 import { readAllFiltered, streamFilter, subscribeAllFiltered } from './kurrentdb-all-reads.js';
 import { closeKurrentDb, connectKurrentDb } from './kurrentdb-client.js';
 import { appendTooLarge, toStoreError } from './kurrentdb-errors.js';
-import { decodePosition, encodePosition } from './kurrentdb-position.codec.js';
+import { decodePosition, encodePosition, isPosition } from './kurrentdb-position.codec.js';
 import { APPEND_ID_KEY, appendSize, fromClientEvent, toEventData } from './kurrentdb-records.js';
 import { SubscriptionFeed } from './kurrentdb-subscription.js';
 
@@ -193,6 +193,17 @@ export class KurrentDbEventStore implements EventStore {
     } catch (error) {
       throw toStoreError(error);
     }
+  }
+
+  isPosition(text: string): boolean {
+    return isPosition(text);
+  }
+
+  async isAheadOfLog(position: Position): Promise<boolean> {
+    decodePosition(position);
+    // The server's log end holds every committed event: nothing is held back from readers here.
+    const head = await this.headPosition();
+    return head === null || position > head;
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ValidationFailedError } from '../../core/errors.js';
-import { compareLogPositions, decodePosition, encodePosition } from './kurrentdb-position.codec.js';
+import { compareLogPositions, decodePosition, encodePosition, isPosition } from './kurrentdb-position.codec.js';
 
 const at = (commit: bigint, prepare: bigint) => encodePosition({ commit, prepare });
 
@@ -28,7 +28,13 @@ describe('KurrentDB event store positions', () => {
     ` ${at(1n, 2n)}`,
     '18446744073709551616-00000000000000000001',
     '00000000000000000001-0000000000000000001',
-  ])('rejects %j as a validation error', (cursor) => {
+  ])('rejects %j as a validation error, and isPosition says so without throwing', (cursor) => {
     expect(() => decodePosition(cursor)).toThrow(ValidationFailedError);
+    expect(isPosition(cursor)).toBe(false);
+  });
+
+  it('knows its own positions, and not those of the Postgres store (20-19 digits)', () => {
+    expect(isPosition(at(1234n, 1200n))).toBe(true);
+    expect(isPosition('00000000000000001234-0000000000000001200')).toBe(false);
   });
 });

@@ -24,12 +24,15 @@ export function encodePosition({ commit, prepare }: LogPosition): Position {
 
 /** Parses a cursor a client sent back; anything that is not one of ours is a validation error. */
 export function decodePosition(position: Position): LogPosition {
-  const match = typeof position === 'string' ? POSITION_PATTERN.exec(position) : null;
-  if (match === null) throw invalidPosition(position);
-  const commit = BigInt(match[1]);
-  const prepare = BigInt(match[2]);
-  if (commit > UINT64_MAX || prepare > UINT64_MAX) throw invalidPosition(position);
-  return { commit, prepare };
+  if (!isPosition(position)) throw invalidPosition(position);
+  const [commit, prepare] = position.split('-');
+  return { commit: BigInt(commit), prepare: BigInt(prepare) };
+}
+
+/** Whether `text` is a position of this store (see decodePosition); never throws. */
+export function isPosition(text: unknown): boolean {
+  const match = typeof text === 'string' ? POSITION_PATTERN.exec(text) : null;
+  return match !== null && BigInt(match[1]) <= UINT64_MAX && BigInt(match[2]) <= UINT64_MAX;
 }
 
 /** Negative, zero or positive as `a` is before, at or after `b` (commit first, then prepare). */

@@ -69,6 +69,13 @@ export const READ_TAIL_SQL = reusable(`with page as (${pageAfter('', '$3')})
 export const PROBE_SQL = reusable(`select head.head_xid, head.head_seq, ${HELD_BACK}
   from (select 1) as anchor left join (${HEAD}) as head on true`);
 
+/**
+ * Whether a committed event lies at or after the position ($1, $2), visible to global readers
+ * or not: a position a reader was handed (or an append returned) always finds one.
+ */
+export const REACHED_SQL = reusable(`select exists (select 1 from event_store.events e
+  where (e.transaction_id, e.seq) >= ($1::xid8, $2::bigint)) as reached`);
+
 export const STREAM_REVISION_SQL = reusable('select revision from event_store.streams where stream_id = $1');
 
 export interface AppendRow {

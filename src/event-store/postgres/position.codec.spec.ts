@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ValidationFailedError } from '../../core/errors.js';
-import { comparePositions, decodePosition, encodePosition } from './position.codec.js';
+import { comparePositions, decodePosition, encodePosition, isPosition } from './position.codec.js';
 
 const at = (transactionId: bigint, seq: bigint) => encodePosition({ transactionId, seq });
 
@@ -35,7 +35,13 @@ describe('Postgres event store positions', () => {
     ` ${at(1n, 2n)}`,
     '18446744073709551616-0000000000000000001',
     '00000000000000000001-9223372036854775808',
-  ])('rejects %j as a validation error', (cursor) => {
+  ])('rejects %j as a validation error, and isPosition says so without throwing', (cursor) => {
     expect(() => decodePosition(cursor)).toThrow(ValidationFailedError);
+    expect(isPosition(cursor)).toBe(false);
+  });
+
+  it('knows its own positions, and not those of the KurrentDB store (20-20 digits)', () => {
+    expect(isPosition(at(1000n, 55n))).toBe(true);
+    expect(isPosition('00000000000000001000-00000000000000000055')).toBe(false);
   });
 });

@@ -29,12 +29,15 @@ export function encodePosition(position: LogPosition): Position {
 
 /** Parses a cursor a client sent back; anything that is not one of ours is a validation error. */
 export function decodePosition(position: Position): LogPosition {
-  const match = typeof position === 'string' ? POSITION_PATTERN.exec(position) : null;
-  if (match === null) throw invalidPosition(position);
-  const transactionId = BigInt(match[1]);
-  const seq = BigInt(match[2]);
-  if (transactionId > XID8_MAX || seq > BIGINT_MAX) throw invalidPosition(position);
-  return { transactionId, seq };
+  if (!isPosition(position)) throw invalidPosition(position);
+  const [transactionId, seq] = position.split('-');
+  return { transactionId: BigInt(transactionId), seq: BigInt(seq) };
+}
+
+/** Whether `text` is a position of this store (see decodePosition); never throws. */
+export function isPosition(text: unknown): boolean {
+  const match = typeof text === 'string' ? POSITION_PATTERN.exec(text) : null;
+  return match !== null && BigInt(match[1]) <= XID8_MAX && BigInt(match[2]) <= BIGINT_MAX;
 }
 
 /** Negative, zero or positive as `a` is before, at or after `b`; null is before everything. */

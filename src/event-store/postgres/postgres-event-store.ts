@@ -15,6 +15,7 @@ import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { AppendBatcher, isDuplicateEventId } from './append-batcher.js';
 import {
   PROBE_SQL,
+  REACHED_SQL,
   READ_PAGE_SQL,
   READ_STREAM_SQL,
   READ_TAIL_SQL,
@@ -38,7 +39,7 @@ import { subscribeToLog, type LogPage } from './log-subscription.js';
 import { LogTail } from './log-tail.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 import { WakeNotifier } from '../../postgres/wake-notifier.js';
-import { LOG_START, decodePosition, encodePosition } from './position.codec.js';
+import { LOG_START, decodePosition, encodePosition, isPosition } from './position.codec.js';
 
 export interface PostgresEventStoreOptions {
   /** Fallback poll of waiting subscriptions, for a lost notification. Default 500 ms. */
@@ -176,6 +177,16 @@ export class PostgresEventStore implements EventStore {
   async headPosition(): Promise<Position | null> {
     const { rows } = await this.client.query<HeadRow>(PROBE_SQL);
     return headPosition(rows[0]);
+  }
+
+  isPosition(text: string): boolean {
+    return isPosition(text);
+  }
+
+  async isAheadOfLog(position: Position): Promise<boolean> {
+    const { transactionId, seq } = decodePosition(position);
+    const { rows } = await this.client.query<{ reached: boolean }>(REACHED_SQL, [transactionId.toString(), seq.toString()]);
+    return rows[0]?.reached !== true;
   }
 
   async close(): Promise<void> {

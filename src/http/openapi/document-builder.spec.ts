@@ -115,13 +115,14 @@ describe('the OpenAPI document builder', () => {
       'validation_failed',
       'unauthenticated',
       'forbidden',
+      'request_timeout',
       'invalid_state',
       'concurrency_conflict',
       'payload_too_large',
       'unsupported_media_type',
     ]);
     const responses = build().paths!['/v1/widgets'].post!.responses!;
-    expect(Object.keys(responses)).toEqual(['201', '400', '401', '403', '409', '413', '415']);
+    expect(Object.keys(responses)).toEqual(['201', '400', '401', '403', '408', '409', '413', '415']);
     expect(responses['409']).toMatchObject({
       content: {
         'application/problem+json': {
@@ -134,7 +135,7 @@ describe('the OpenAPI document builder', () => {
         },
       },
     });
-    expect(Object.keys(build().paths!['/v1/widgets/poke'].post!.responses!)).toEqual(['200', '400', '413', '415']);
+    expect(Object.keys(build().paths!['/v1/widgets/poke'].post!.responses!)).toEqual(['200', '400', '408', '413', '415']);
   });
 
   it('refuses two routes with one operationId', () => {

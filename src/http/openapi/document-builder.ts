@@ -133,6 +133,11 @@ function accessText(access: RouteAccess): string {
   }
 }
 
+/** Sent with every 429: when the client may try again. */
+const RETRY_AFTER = {
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' as const, minimum: 1 } },
+};
+
 function responsesOf(contract: RouteContract): ZodOpenApiResponsesObject {
   const responses: ZodOpenApiResponsesObject = {};
   for (const [status, response] of Object.entries(contract.responses)) {
@@ -146,6 +151,7 @@ function responsesOf(contract: RouteContract): ZodOpenApiResponsesObject {
   for (const [status, codes] of byStatus) {
     responses[String(status) as `4${string}`] = {
       description: codes.map((code) => `\`${code}\`: ${PROBLEM_MEANINGS[code]}`).join('\n'),
+      ...(status === 429 ? { headers: RETRY_AFTER } : {}),
       content: {
         [PROBLEM_CONTENT_TYPE]: {
           schema: { allOf: [{ $ref: '#/components/schemas/Problem' }, { type: 'object', properties: { code: { enum: codes } } }] },

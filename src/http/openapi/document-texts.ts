@@ -15,8 +15,13 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   approval_mismatch: 'the action changed since it was shown for approval.',
   secret_not_found: 'the graph references secrets the workspace does not hold (`missing` names them).',
   concurrency_conflict: 'concurrent writes kept conflicting; nothing was written, retry.',
-  payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`).',
+  position_ahead:
+    'the resume position is of this store’s form but beyond the end of its event log (from another deployment, or made up); reconnect without it.',
+  request_timeout: 'the request body did not arrive within FLOSTRA_HTTP_BODY_TIMEOUT_MS (`timeoutMs`); the connection is closed.',
+  payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`), as declared by Content-Length or as read.',
   unsupported_media_type: 'a body that is not JSON in UTF-8.',
+  too_many_streams:
+    'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',
   unavailable: 'a dependency is down or a read model is behind; nothing was written, retry.',
 };
 

@@ -21,13 +21,13 @@ export interface RouteContract {
   readonly query?: z.ZodObject;
   /** Request headers the route reads, by their canonical names (`Idempotency-Key`). */
   readonly headers?: z.ZodObject;
-  /** The JSON request body. Routes with a body also answer 413 and 415 (the body parser's). */
+  /** The JSON request body. Routes with a body also answer 408, 413 and 415 (the body reader's). */
   readonly body?: z.ZodType;
   /** Success responses by status. */
   readonly responses: Readonly<Record<number, RouteResponse>>;
   /**
    * Problem codes this route's handler can answer. `unauthenticated` (for routes that need a
-   * token) and the body parser's codes (for routes with a body) are added by `answerableCodes`.
+   * token) and the body reader's codes (for routes with a body) are added by `answerableCodes`.
    */
   readonly errors: readonly ErrorCode[];
   /**
@@ -87,8 +87,8 @@ export function contractOf(handler: object): RouteContract | undefined {
   return Reflect.getMetadata(ROUTE_CONTRACT, handler) as RouteContract | undefined;
 }
 
-/** The body parser answers these for any route that takes a body, before the handler runs. */
-const BODY_CODES: readonly ErrorCode[] = ['validation_failed', 'payload_too_large', 'unsupported_media_type'];
+/** The body reader answers these for any route that takes a body, before the handler runs. */
+const BODY_CODES: readonly ErrorCode[] = ['validation_failed', 'request_timeout', 'payload_too_large', 'unsupported_media_type'];
 
 /** Every problem code the route can answer, in the order of `ERROR_ORDER`. */
 export function answerableCodes(contract: RouteContract): ErrorCode[] {
@@ -104,6 +104,7 @@ export const ERROR_ORDER = [
   'unauthenticated',
   'forbidden',
   'not_found',
+  'request_timeout',
   'idempotency_conflict',
   'invalid_state',
   'stale_attempt',
@@ -111,8 +112,10 @@ export const ERROR_ORDER = [
   'approval_mismatch',
   'secret_not_found',
   'concurrency_conflict',
+  'position_ahead',
   'payload_too_large',
   'unsupported_media_type',
+  'too_many_streams',
   'unavailable',
 ] as const satisfies readonly ErrorCode[];
 

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { MAX_RESULT_MESSAGE_BYTES } from '../../core/bus.port.js';
 import { executionErrorSchema } from '../../executions/domain/execution.events.js';
 
 /** Larger messages are dead-lettered unread (promise 11, docs/architecture.md: limits on message size). */
-export const MAX_RESULT_MESSAGE_BYTES = 1024 * 1024;
+export { MAX_RESULT_MESSAGE_BYTES };
 
 const id = z.string().min(1).max(200);
 

@@ -6,14 +6,16 @@ import type { EgressGuard } from '../egress/egress-guard.js';
 import { createDelayNode, executeFail, executeNoop } from './basic-nodes.js';
 import { createHttpNode } from './http-node.js';
 import type { NodeExecutor } from './node-executor.js';
-import { createTransformNode, DEFAULT_TRANSFORM_LIMITS, type TransformLimits } from './transform-node.js';
+import { createTransformNode } from './transform-node.js';
+import { TransformSandbox } from './transform-sandbox.js';
 
 export interface NodeRegistryOptions {
   /** Every network call of every node goes through it. */
   readonly egress: EgressGuard;
   /** What `delay` waits with; real, abortable timers by default. */
   readonly sleep?: Sleep;
-  readonly transform?: Partial<TransformLimits>;
+  /** Where transforms are evaluated; a sandbox with the default limits when absent (started on first use). */
+  readonly transform?: TransformSandbox;
 }
 
 /** Executable node types: `approval` is not one (the runner suspends there instead). */
@@ -34,7 +36,7 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
   const executors: NodeRegistry['executors'] = {
     noop: executeNoop,
     delay: createDelayNode(options.sleep ?? abortableSleep),
-    transform: createTransformNode({ ...DEFAULT_TRANSFORM_LIMITS, ...options.transform }),
+    transform: createTransformNode(options.transform ?? new TransformSandbox()),
     http: createHttpNode(options.egress),
     fail: executeFail,
   };

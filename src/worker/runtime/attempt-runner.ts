@@ -7,11 +7,12 @@ import { ClaimRefusedError, type ClaimReply, type ControlPlaneClient } from './c
 import type { DispatchMessage } from '../../dispatch/dispatch-message.js';
 import type { IngestWatch } from './ingest-watch.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { ResultPublisher } from './result-publisher.js';
 import { referencedSecretNames } from '../../workflows/domain/secret-references.js';
 import { AttemptSecrets } from '../secrets/attempt-secrets.js';
 import { redactingExecutor } from '../secrets/redacting-executor.js';
 import { redactingLogger, SecretRedactor } from '../secrets/secret-redactor.js';
+import { limitNodeOutputs, outputTooLarge } from './output-limit.js';
+import { ResultPublisher, ResultTooLargeError, type ResultBody } from './result-publisher.js';
 
 export interface AttemptRunnerOptions {
   bus: Bus;
@@ -34,7 +35,12 @@ export type AttemptEnd = 'not_claimed' | 'succeeded' | 'failed' | 'cancelled' | 
  * caller commits the dispatch offset after that.
  */
 export class AttemptRunner {
-  constructor(private readonly options: AttemptRunnerOptions) {}
+  /** Node outputs too large for their result message fail their node (promise 6, docs/architecture.md). */
+  private readonly executeNode: ExecuteNode;
+
+  constructor(private readonly options: AttemptRunnerOptions) {
+    this.executeNode = limitNodeOutputs(options.executeNode);
+  }
 
   async run(dispatch: DispatchMessage): Promise<AttemptEnd> {
     const { client, workerId, logger } = this.options;
@@ -75,32 +81,37 @@ export class AttemptRunner {
         attemptId: claim.attemptId,
         signal: controller.signal,
         concurrency: this.options.nodeConcurrency,
-        executeNode: redactingExecutor(this.options.executeNode, secrets, redactor),
+        executeNode: redactingExecutor(this.executeNode, secrets, redactor),
         isPure: this.options.isPure,
         report: (event) => publisher.publish(event),
         // Results of pure nodes go out with the next result: all of a pure graph's, with the terminal one.
         hold: (event) => publisher.hold(event),
       });
       switch (result.outcome) {
-        case 'succeeded':
-          await publisher.publish({ kind: 'attempt_succeeded', output: result.output });
+        case 'succeeded': {
+          const ended = await this.publishEnd(publisher, { kind: 'attempt_succeeded', output: result.output }, 'the execution’s output');
           published = true;
-          return 'succeeded';
+          return ended ? 'succeeded' : 'failed';
+        }
         case 'failed':
           await publisher.publish({ kind: 'attempt_failed', error: result.error });
           published = true;
           return 'failed';
         case 'suspended': {
           const approval = result.approvals[0];
-          await publisher.publish({
-            kind: 'attempt_suspended',
-            nodeId: approval.nodeId,
-            output: {
-              action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs },
+          const ended = await this.publishEnd(
+            publisher,
+            {
+              kind: 'attempt_suspended',
+              nodeId: approval.nodeId,
+              output: {
+                action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs },
+              },
             },
-          });
+            `the action of approval node ${approval.nodeId}`,
+          );
           published = true;
-          return 'suspended';
+          return ended ? 'suspended' : 'failed';
         }
         case 'cancelled':
           if (keeper.reason === 'cancel_requested') {
@@ -121,6 +132,22 @@ export class AttemptRunner {
       publisher.discard();
       if (published) keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3), this.options.ingestWatch);
       else keeper.stop();
+    }
+  }
+
+  /**
+   * Publishes the attempt's end; one too large for a message (the outputs of several leaves, an
+   * approval's inputs) fails the attempt instead with `output_too_large`, not retryable. False then.
+   */
+  private async publishEnd(publisher: ResultPublisher, end: ResultBody, what: string): Promise<boolean> {
+    try {
+      await publisher.publish(end);
+      return true;
+    } catch (error) {
+      if (!(error instanceof ResultTooLargeError)) throw error;
+      const message = `${what} makes a result message of ${error.bytes} bytes; the limit is ${error.limitBytes} bytes`;
+      await publisher.publish({ kind: 'attempt_failed', error: outputTooLarge(message) });
+      return false;
     }
   }
 

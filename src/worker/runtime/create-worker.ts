@@ -2,6 +2,7 @@ import type { Bus } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from '../nodes/node-registry.js';
+import { TransformSandbox, type TransformSandboxOptions } from '../nodes/transform-sandbox.js';
 import { WorkerService } from './worker.service.js';
 
 export interface CreateWorkerOptions {
@@ -14,13 +15,16 @@ export interface CreateWorkerOptions {
   egressAllow: readonly string[];
   workerId?: string;
   groupId?: string;
+  /** Limits of transform evaluation (FLOSTRA_TRANSFORM_*): the defaults where absent. */
+  transform?: Partial<TransformSandboxOptions>;
 }
 
 /** A worker with every node type, its http nodes behind the egress guard. */
 export function createWorker(options: CreateWorkerOptions): WorkerService {
   const cidrs = options.egressAllow.filter((entry) => entry.includes('/'));
   const hosts = options.egressAllow.filter((entry) => !entry.includes('/'));
-  const registry = createNodeRegistry({ egress: createEgressGuard({ allow: { cidrs, hosts } }) });
+  const transforms = new TransformSandbox(options.transform);
+  const registry = createNodeRegistry({ egress: createEgressGuard({ allow: { cidrs, hosts } }), transform: transforms });
   return new WorkerService({
     bus: options.bus,
     apiUrl: options.apiUrl,
@@ -32,5 +36,6 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
     nodeConcurrency: 4,
     workerId: options.workerId,
     groupId: options.groupId,
+    onStopped: () => transforms.close(),
   });
 }

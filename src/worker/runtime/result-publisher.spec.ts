@@ -1,7 +1,7 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import type { Bus, OutgoingMessage } from '../../core/bus.port.js';
 import { deferred, flushEventLoop, type Deferred } from '../../../test/support/worker/dag/deferred.js';
-import { ResultPublisher } from './result-publisher.js';
+import { ResultPublisher, ResultTooLargeError } from './result-publisher.js';
 
 interface PublishCall {
   topic: string;
@@ -40,6 +40,25 @@ function scriptedBus() {
 const FENCE = { executionId: 'e-1', attemptId: 'a-1', workerId: 'w-1', fencingToken: 3 };
 
 describe('ResultPublisher', () => {
+  it('refuses a result too large for one message before sending anything, keeping what is held and its sequence', async () => {
+    const { bus, calls, kinds } = scriptedBus();
+    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 60_000, maxMessageBytes: 1_000 });
+
+    publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 1 });
+    const refused = await publisher.publish({ kind: 'attempt_succeeded', output: { big: 'x'.repeat(1_000) } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ResultTooLargeError);
+    expect(refused).toMatchObject({ result: 'attempt_succeeded', limitBytes: 1_000 });
+    expect((refused as ResultTooLargeError).bytes).toBeGreaterThan(1_000);
+    expect(calls).toHaveLength(0);
+
+    const failed = publisher.publish({ kind: 'attempt_failed', error: { code: 'output_too_large', message: 'too large' } });
+    await flushEventLoop();
+    expect(calls.map(kinds)).toEqual([['node_succeeded:A', 'attempt_failed']]);
+    expect(calls[0].messages.map((m) => m.sequence)).toEqual([0, 1]);
+    calls[0].ack.resolve();
+    await failed;
+  });
+
   it('sends held results in the same publish call as the next result, ahead of it and in order', async () => {
     const { bus, calls, kinds } = scriptedBus();
     const publisher = new ResultPublisher(bus, FENCE, { holdMs: 60_000 });

@@ -1,5 +1,5 @@
 import { uuidV5 } from '../../core/ids.js';
-import { TOPICS, type Bus, type OutgoingMessage } from '../../core/bus.port.js';
+import { MAX_RESULT_MESSAGE_BYTES, TOPICS, type Bus, type OutgoingMessage } from '../../core/bus.port.js';
 import type { ExecutionError } from '../../executions/domain/execution.events.js';
 
 export type ResultKind =
@@ -20,6 +20,21 @@ export interface ResultBody {
   reason?: string;
 }
 
+/**
+ * A result that would make a message over the limit the ingestor takes: refused before anything
+ * is sent (the ingestor would dead-letter it, and the attempt would sit until its lease expired).
+ */
+export class ResultTooLargeError extends Error {
+  constructor(
+    readonly result: ResultKind,
+    readonly bytes: number,
+    readonly limitBytes: number,
+  ) {
+    super(`a ${result} result message would be ${bytes} bytes; the limit is ${limitBytes}`);
+    this.name = 'ResultTooLargeError';
+  }
+}
+
 export interface ResultPublisherOptions {
   /** How long a held result waits for a report to travel with before it goes out alone. */
   holdMs?: number;
@@ -27,6 +42,8 @@ export interface ResultPublisherOptions {
   maxHeldBytes?: number;
   /** Applied to every result before it is serialized (the attempt's secret redactor). */
   redact?: (result: ResultBody) => ResultBody;
+  /** Largest message `publish` sends (MAX_RESULT_MESSAGE_BYTES). */
+  maxMessageBytes?: number;
 }
 
 export const DEFAULT_HOLD_MS = 5;
@@ -56,6 +73,7 @@ export class ResultPublisher {
   private readonly holdMs: number;
   private readonly maxHeldBytes: number;
   private readonly redact: (result: ResultBody) => ResultBody;
+  private readonly maxMessageBytes: number;
 
   constructor(
     private readonly bus: Bus,
@@ -65,6 +83,7 @@ export class ResultPublisher {
     this.holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
     this.maxHeldBytes = options.maxHeldBytes ?? DEFAULT_MAX_HELD_BYTES;
     this.redact = options.redact ?? ((result) => result);
+    this.maxMessageBytes = options.maxMessageBytes ?? MAX_RESULT_MESSAGE_BYTES;
   }
 
   /** Keeps `result` to travel with the next published one (or alone, within `holdMs`). Never throws. */
@@ -77,7 +96,11 @@ export class ResultPublisher {
     this.timer ??= setTimeout(() => this.flush(), this.holdMs);
   }
 
-  /** Publishes every held result, then `result`; resolves once all of them were acknowledged. */
+  /**
+   * Publishes every held result, then `result`; resolves once all of them were acknowledged.
+   * Rejects with ResultTooLargeError, having sent nothing and kept what is held, when `result`
+   * would not fit in one message.
+   */
   async publish(result: ResultBody): Promise<void> {
     while (this.flushing !== undefined) await this.flushing;
     if (this.failure !== undefined) {
@@ -87,7 +110,7 @@ export class ResultPublisher {
       this.take();
       throw error;
     }
-    const message = this.message(result);
+    const message = this.message(result, this.maxMessageBytes);
     if (this.held.length > 0 && this.heldBytes + Buffer.byteLength(message.value) > this.maxHeldBytes) {
       await this.send(this.take());
     }
@@ -125,8 +148,9 @@ export class ResultPublisher {
     return this.bus.publish(TOPICS.results, messages);
   }
 
-  private message(result: ResultBody): OutgoingMessage {
-    const sequence = this.sequence++;
+  /** The message of the next result; one over `maxBytes` is refused and takes no sequence number. */
+  private message(result: ResultBody, maxBytes = Infinity): OutgoingMessage {
+    const sequence = this.sequence;
     const message = {
       // Deterministic: a re-publish of the same result after a lost ack carries the same id.
       messageId: uuidV5(`${this.fence.attemptId}:${this.fence.fencingToken}:result:${sequence}`),
@@ -134,6 +158,12 @@ export class ResultPublisher {
       sequence,
       ...this.redact(result),
     };
-    return { key: this.fence.executionId, value: JSON.stringify(message) };
+    const value = JSON.stringify(message);
+    if (maxBytes !== Infinity) {
+      const bytes = Buffer.byteLength(value);
+      if (bytes > maxBytes) throw new ResultTooLargeError(result.kind, bytes, maxBytes);
+    }
+    this.sequence++;
+    return { key: this.fence.executionId, value };
   }
 }

@@ -27,6 +27,8 @@ export interface WorkerOptions {
   groupId?: string;
   /** How often lingering attempts look at the ingestor's progress (see IngestWatch). Default 500 ms. */
   ingestWatchPeriodMs?: number;
+  /** Called last by `stop`, once no attempt runs: releases what the node types hold (evaluator processes). */
+  onStopped?: () => Promise<void>;
 }
 
 /**
@@ -95,6 +97,7 @@ export class WorkerService {
     this.consumer = null;
     this.ingestWatch.stop();
     this.client.close();
+    await this.options.onStopped?.();
   }
 
   private async handle(message: IncomingMessage): Promise<void> {
