@@ -15,6 +15,7 @@ import type { ProjectorOptions } from '../projector/projector.js';
 import { ProjectorModule } from '../projector/projector.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
+import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { OpenApiModule } from '../http/openapi/openapi.module.js';
 import { CoreModule, type CoreDependencies } from './core.module.js';
 import { HealthController } from './health.controller.js';
@@ -32,7 +33,7 @@ export interface AppDependencies extends CoreDependencies {
  */
 export function roleModules(config: AppConfig): Type[] {
   const modules: Type[] = [];
-  if (runsRole(config, 'api')) modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule);
+  if (runsRole(config, 'api')) modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, WorkspacesModule);
   if (runsRole(config, 'dispatcher')) modules.push(DispatchModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);

@@ -43,6 +43,7 @@ export const PARAMETER_DESCRIPTIONS: Record<string, string> = {
 export const TAG_DESCRIPTIONS: Record<string, string> = {
   Workflows: 'Publish workflow graphs as immutable revisions, and read them.',
   Executions: 'Start, inspect, cancel, redrive and approve executions.',
+  'Workspace settings': 'A workspace’s settings: its bound on concurrent executions.',
   'Worker protocol': 'How a worker claims an attempt, keeps its lease and reports the outcome.',
   'Live events': 'Execution events as Server-Sent Events, resumable without loss.',
   Admin: 'Read models: status, lag and rebuilds.',
