@@ -3,6 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 import { ReadModelsModule } from '../../projections/read-models.module.js';
 import { AdminModule } from '../admin/admin.module.js';
+import { AdmissionModule } from '../admission/admission.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import type { TokenRegistry } from '../auth/token-registry.js';
 import { type AppConfig, runsRole } from '../config/config.js';
@@ -34,7 +35,8 @@ export interface AppDependencies extends CoreDependencies {
 export function roleModules(config: AppConfig): Type[] {
   const modules: Type[] = [];
   if (runsRole(config, 'api')) modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, WorkspacesModule);
-  if (runsRole(config, 'dispatcher')) modules.push(DispatchModule);
+  // The dispatcher role also admits executions of workspaces with a concurrency bound.
+  if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
   return modules;
