@@ -258,26 +258,19 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
       const started = await Promise.all(Array.from({ length: 100 }, (_, i) => helpers(apis[i % 2], 'ws-a').start('burst')));
       expect(new Set(started).size).toBe(100);
 
-      let diagnosis = '';
+      let statuses: Record<string, number> = {};
       await eventually(
         async () => {
-          const all = await apis[0].get('/v1/workspaces/ws-a/executions?limit=200', { token: TOKENS.viewerA });
-          const counts: Record<string, number> = {};
-          for (const e of all.body.executions) counts[`${e.status}/${e.waitingFor}`] = (counts[`${e.status}/${e.waitingFor}`] ?? 0) + 1;
-          const q = await one.readModelSql.query<{ status: string; n: string }>(
-            'select status, count(*) as n from admission_queue group by status',
-          );
-          diagnosis = JSON.stringify({ counts, queue: q.rows, semaphore: await auditSemaphore(one.store, 'ws-a').then((s) => s.maxHeld) });
-          const res = await apis[0].get('/v1/workspaces/ws-a/executions?status=succeeded&limit=200', { token: TOKENS.viewerA });
-          const others = await apis[0].get('/v1/workspaces/ws-a/executions?status=failed,timed_out,cancelled', { token: TOKENS.viewerA });
-          expect(others.body.executions).toEqual([]);
-          return res.body.executions.length === 100;
+          const res = await apis[0].get('/v1/workspaces/ws-a/executions?limit=200', { token: TOKENS.viewerA });
+          statuses = {};
+          for (const e of res.body.executions as Array<{ status: string; waitingFor: string | null }>) {
+            const key = e.waitingFor === null ? e.status : `${e.status} (${e.waitingFor})`;
+            statuses[key] = (statuses[key] ?? 0) + 1;
+          }
+          for (const status of ['failed', 'timed_out', 'cancelled']) expect(statuses[status]).toBeUndefined();
+          return statuses['succeeded'] === 100;
         },
-        {
-          what: () => `all 100 executions to succeed (${diagnosis})`,
-          timeoutMs: 180_000,
-          intervalMs: 500,
-        },
+        { what: () => `all 100 executions to succeed (now: ${JSON.stringify(statuses)})`, timeoutMs: 180_000, intervalMs: 500 },
       );
 
       const { runs, maxConcurrent } = await auditRuns(one.store, 'ws-a');
@@ -288,7 +281,6 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
       const semaphore = await auditSemaphore(one.store, 'ws-a');
       expect(semaphore.maxHeld).toBeLessThanOrEqual(5);
       expect(semaphore.granted).toHaveLength(100);
-      console.log(`(a) most runs at once: ${maxConcurrent}; most slots held: ${semaphore.maxHeld}`);
     }, 240_000);
   });
 });
