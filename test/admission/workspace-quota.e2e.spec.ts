@@ -10,7 +10,8 @@ import { auditRuns, auditSemaphore } from '../support/workspaces/quota-audit.js'
 
 /**
  * Workspace quotas on the full stack: the app on a real Postgres, dispatch and results through a
- * real Kafka broker, a worker running the attempts. Each execution's run is audited from the
+ * real Kafka broker, a worker running the attempts (and the cancel and order cases again on the
+ * embedded stack). Each execution's run is audited from the
  * log: from its admission (its attempt scheduled) to its end.
  */
 const quiet = createLogger({ level: 'silent' });
@@ -81,12 +82,16 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
     for (const bus of buses.splice(0)) await bus.close();
   }
 
-  describe('one app with a worker', () => {
+  // Postgres with Kafka, and the embedded stack (PGlite, the in-process bus) that `npm start` runs.
+  describe.each(['postgres and Kafka', 'PGlite and the in-process bus'])('one app with a worker, on %s', (stack) => {
     let t: TestApp;
     let api: ApiClient;
 
     beforeAll(async () => {
-      t = await startTestApp('postgres', {}, { bus: kafkaBus(), worker: { concurrency: 8 } });
+      t =
+        stack === 'postgres and Kafka'
+          ? await startTestApp('postgres', {}, { bus: kafkaBus(), worker: { concurrency: 8 } })
+          : await startTestApp('pglite', {}, { worker: { concurrency: 8 } });
       apps.push(t);
       api = client(t.url);
     }, 120_000);
