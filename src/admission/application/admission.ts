@@ -84,6 +84,13 @@ export class Admission {
   private readonly throttle = new CheckpointThrottle();
   /** Workspaces with something new to admit or give back. */
   private readonly dirty = new Set<string>();
+  /**
+   * Executions with a run in the queue that has not ended, as of what this subscription read:
+   * loaded from the queue when it resumes from its checkpoint (every run that began waiting
+   * before the checkpoint is in the queue by then), then kept up as it reads. Only their ends
+   * are written to the queue, so executions of workspaces without a bound cost nothing.
+   */
+  private readonly open = new Set<string>();
   private wake: (() => void) | null = null;
 
   constructor(
@@ -109,6 +116,7 @@ export class Admission {
       streamPrefixes: [EXECUTION_PREFIX, WORKSPACE_STREAM_PREFIX],
       batchSize: this.options.batchSize,
       handle: (batch) => this.track(batch),
+      onResume: () => this.resume(),
       logger: this.deps.logger,
     });
     const abort = new AbortController();
@@ -122,6 +130,13 @@ export class Admission {
     this.loop = null;
     loop?.abort.abort();
     await Promise.all([subscription?.stop(), loop?.done]);
+  }
+
+  /** Before reading on from the checkpoint: which executions have runs in the queue. */
+  async resume(): Promise<void> {
+    const open = await this.deps.queue.openExecutions();
+    this.open.clear();
+    for (const executionId of open) this.open.add(executionId);
   }
 
   /** Applies one batch of the log to the queue, then wakes the passes of the workspaces it touched. */
@@ -141,7 +156,8 @@ export class Admission {
         const event = parseExecutionEvent(recorded);
         if (event.type !== 'ExecutionAwaitingSlot') continue;
         waits.push({ attemptId: event.data.attemptId, executionId, workspaceId: workspaceOf(recorded), position: recorded.position });
-      } else if (ENDINGS.has(recorded.type)) {
+        this.open.add(executionId);
+      } else if (ENDINGS.has(recorded.type) && this.open.delete(executionId)) {
         ends.push({ executionId, position: recorded.position });
       }
     }
@@ -263,8 +279,10 @@ export class Admission {
       (e) => e.type === 'ExecutionAwaitingSlot' && (e.data as { attemptId?: unknown }).attemptId === slot.attemptId,
     );
     if (waited === undefined) throw new Error(`execution ${slot.executionId} holds a slot for ${slot.attemptId} but never waited for it`);
+    // Not expected: a run is queued before it can be granted, and leaves the queue only once over.
     this.deps.logger.warn('a slot was held by a run missing from the admission queue; queued again', { ...slot });
     await this.deps.queue.addWaits([{ ...slot, position: waited.position }]);
+    this.open.add(slot.executionId);
     return this.admit(slot, quota, signal);
   }
 

@@ -100,6 +100,14 @@ export class AdmissionQueue {
     return rows.map(toRun);
   }
 
+  /** Executions with a run that waits or is admitted: the only ones whose end concerns the queue. */
+  async openExecutions(): Promise<string[]> {
+    const { rows } = await this.sql.query<{ execution_id: string }>(
+      `select distinct execution_id from admission_queue where status in ('waiting', 'admitted')`,
+    );
+    return rows.map((row) => row.execution_id);
+  }
+
   /** Workspaces with runs waiting for a slot or slots to give back. */
   async workspacesWithWork(): Promise<string[]> {
     const { rows } = await this.sql.query<{ workspace_id: string }>(
