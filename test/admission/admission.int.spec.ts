@@ -186,6 +186,24 @@ describe('the admission (real Postgres)', () => {
     ]);
   });
 
+  it('gives back, after a restart, the slot of a run it admitted before (the end comes after its checkpoint)', async () => {
+    await open();
+    await setBound(1);
+    const first = await start();
+    const second = await start();
+    const before = await startAdmission();
+    await eventually(() => isAdmitted(first), 'the first run to be admitted');
+    const checkpoints = await CheckpointStore.open(f.sql);
+    const waited = (await f.events(second)).find((e) => e.type === 'ExecutionAwaitingSlot')!.position;
+    await eventually(async () => ((await checkpoints.load('admission')) ?? '') >= waited, 'the checkpoint to pass both waits');
+    await stopAdmission(before);
+
+    await finish(first);
+    await startAdmission();
+    await eventually(() => isAdmitted(second), 'the restarted admission to give the slot back and admit the next run');
+    expect(await holders()).toEqual([second]);
+  });
+
   it('admits the next runs at once when the bound is raised, none while it is below the running count, all when it is removed', async () => {
     await open();
     await setBound(1);
