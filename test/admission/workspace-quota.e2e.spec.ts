@@ -82,8 +82,8 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
     for (const bus of buses.splice(0)) await bus.close();
   }
 
-  // Postgres with Kafka, and the embedded stack (PGlite, the in-process bus) that `npm start` runs.
-  describe.each(['postgres and Kafka', 'PGlite and the in-process bus'])('one app with a worker, on %s', (stack) => {
+  // Postgres with Kafka, the embedded stack (PGlite, the in-process bus) that `npm start` runs, and KurrentDB (its double).
+  describe.each(['postgres and Kafka', 'PGlite and the in-process bus', 'KurrentDB'])('one app with a worker, on %s', (stack) => {
     let t: TestApp;
     let api: ApiClient;
 
@@ -91,7 +91,7 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
       t =
         stack === 'postgres and Kafka'
           ? await startTestApp('postgres', {}, { bus: kafkaBus(), worker: { concurrency: 8 } })
-          : await startTestApp('pglite', {}, { worker: { concurrency: 8 } });
+          : await startTestApp(stack === 'KurrentDB' ? 'kurrentdb' : 'pglite', {}, { worker: { concurrency: 8 } });
       apps.push(t);
       api = client(t.url);
     }, 120_000);
@@ -174,8 +174,20 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
       const hold = await ws.start('hold');
       await ws.until(hold, 'awaiting_approval');
 
-      const quick: string[] = [];
-      for (let i = 0; i < 5; i++) quick.push(await ws.start('quick'));
+      const keyed = await api.post('/v1/workspaces/ws-a/workflows/quick/executions', {
+        token: TOKENS.operatorA,
+        body: {},
+        headers: { 'idempotency-key': 'waits-1' },
+      });
+      expect(keyed.status).toBe(201);
+      const replay = await api.post('/v1/workspaces/ws-a/workflows/quick/executions', {
+        token: TOKENS.operatorA,
+        body: {},
+        headers: { 'idempotency-key': 'waits-1' },
+      });
+      expect({ status: replay.status, body: replay.body }).toEqual({ status: 200, body: keyed.body });
+      const quick: string[] = [keyed.body.executionId];
+      for (let i = 0; i < 4; i++) quick.push(await ws.start('quick'));
       for (const id of quick) expect(await ws.view(id)).toMatchObject({ status: 'queued', waitingFor: 'workspace_quota', attempts: [] });
       expect(await ws.view(hold)).toMatchObject({ status: 'awaiting_approval', waitingFor: null });
       const listed = await api.get('/v1/workspaces/ws-a/executions?status=queued', { token: TOKENS.viewerA });
@@ -222,6 +234,12 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
         headers: { 'idempotency-key': 'q4-again' },
       });
       expect(redrive.status).toBe(202);
+      const again = await api.post(`/v1/executions/${q4}/redrive`, {
+        token: TOKENS.adminB,
+        body: {},
+        headers: { 'idempotency-key': 'q4-again' },
+      });
+      expect({ status: again.status, body: again.body }).toEqual({ status: 202, body: redrive.body });
       expect(await ws.view(q4)).toMatchObject({ status: 'queued', waitingFor: 'workspace_quota' });
 
       await ws.approve(holds[0]);
