@@ -12,6 +12,7 @@ import { quotaStreamId } from '../../src/workspaces/domain/workspace-identity.js
 import { openProcessFixture, type ProcessFixture } from '../dispatch/support/process-fixture.js';
 import { eventually } from '../support/eventually.js';
 import { aWorkflow } from '../support/executions/execution-fixtures.js';
+import { auditSemaphore } from '../support/workspaces/quota-audit.js';
 
 /**
  * The admission against a real Postgres (event store, queue and checkpoints), with the execution
@@ -51,7 +52,7 @@ describe('the admission (real Postgres)', () => {
   });
 
   /** An admission process of its own (its own quota and settings caches, as another process would have). */
-  async function startAdmission(hooks?: AdmissionHooks): Promise<Admission> {
+  async function startAdmission(hooks?: AdmissionHooks, waitingPage?: number): Promise<Admission> {
     const admission = await createAdmission(
       {
         store: f.store,
@@ -61,7 +62,7 @@ describe('the admission (real Postgres)', () => {
         clock: f.clock,
         logger: f.logger,
       },
-      { sweepMs: 50, hooks },
+      { sweepMs: 50, hooks, waitingPage },
     );
     running.push(admission);
     admission.start();
@@ -231,6 +232,19 @@ describe('the admission (real Postgres)', () => {
     await eventually(() => isAdmitted(runs[4]), 'the last run to be admitted once the bound is removed');
     expect(await holders()).toEqual(runs.slice(3));
     await expectBoundHeld();
+  });
+
+  it('reads a long queue a page at a time, in order', async () => {
+    await open();
+    await setBound(1);
+    const runs: string[] = [];
+    for (let i = 0; i < 7; i++) runs.push(await start());
+    await startAdmission(undefined, 2);
+    await eventually(() => isAdmitted(runs[0]), 'the first run to be admitted');
+    await setBound(null);
+    await eventually(async () => expect(await holders()).toEqual(runs), 'every run to be admitted, pages of two');
+    const { granted } = await auditSemaphore(f.store, WS);
+    expect(granted).toEqual(runs);
   });
 
   it('counts the queue deadline from the admission: a wait longer than queueMs times nothing out', async () => {

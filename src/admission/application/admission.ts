@@ -57,6 +57,8 @@ export interface AdmissionOptions {
   sweepMs?: number;
   /** How long a released run is remembered (see AdmissionQueue.purgeReleased). */
   forgetReleasedAfterMs?: number;
+  /** Waiting runs a pass reads from the head of a workspace's queue; a pass that grants them all is followed by another. */
+  waitingPage?: number;
   hooks?: AdmissionHooks;
 }
 
@@ -102,6 +104,7 @@ export class Admission {
       batchSize: 500,
       sweepMs: 1_000,
       forgetReleasedAfterMs: 3_600_000,
+      waitingPage: 500,
       ...options,
       hooks: options.hooks ?? {},
     };
@@ -201,15 +204,22 @@ export class Admission {
   async pass(workspaceId: string, signal: AbortSignal = NEVER): Promise<void> {
     // The quota first, the queue second: a run granted before the quota was read is in the queue as read.
     let quota = (await this.deps.workspaces.quota(workspaceId)).state;
-    const runs = await this.deps.queue.open(workspaceId);
+    const runs = await this.deps.queue.open(workspaceId, this.options.waitingPage);
 
     for (const run of runs) {
       if (run.status === 'ended') quota = await this.release(run, signal);
     }
 
-    const queued = new Set(runs.map((run) => run.attemptId));
-    for (const [attemptId, executionId] of quota.holders) {
-      if (!queued.has(attemptId)) quota = await this.settleUnqueued({ workspaceId, executionId, attemptId }, quota, signal);
+    // Slots of runs not read above: waiting further down the queue (granted out of order by a
+    // replay), or no longer open at all.
+    const read = new Set(runs.map((run) => run.attemptId));
+    const unread = [...quota.holders.keys()].filter((attemptId) => !read.has(attemptId));
+    const found = new Map((await this.deps.queue.ofAttempts(unread)).map((run) => [run.attemptId, run]));
+    for (const attemptId of unread) {
+      const run = found.get(attemptId);
+      if (run?.status === 'admitted') continue;
+      if (run?.status === 'waiting') quota = await this.admit(run, quota, signal);
+      else quota = await this.settleUnqueued({ workspaceId, executionId: quota.holders.get(attemptId)!, attemptId }, quota, signal);
     }
 
     const waiting = runs.filter((run) => run.status === 'waiting');
@@ -223,16 +233,18 @@ export class Admission {
     for (const run of waiting) {
       if (holdsQuotaSlot(quota, run.attemptId)) continue;
       // First in, first out: when the run at the head of the queue cannot have a slot, nobody behind it can.
-      if (!hasFreeSlot(quota, bound)) break;
+      if (!hasFreeSlot(quota, bound)) return;
       const granted = await this.deps.workspaces.grantSlot(workspaceId, run, bound);
       quota = granted.state;
       // Another process took the last slot between our read and our append.
-      if (!holdsQuotaSlot(quota, run.attemptId)) break;
+      if (!holdsQuotaSlot(quota, run.attemptId)) return;
       if (granted.appended)
         this.deps.logger.debug('slot granted', { workspaceId, executionId: run.executionId, held: quota.holders.size, bound });
       await this.options.hooks.afterGrant?.(run, signal);
       quota = await this.admit(run, quota, signal);
     }
+    // Every waiting run read was admitted and there may be more behind them: read on.
+    if (waiting.length === this.options.waitingPage) this.dirty.add(workspaceId);
   }
 
   /** Schedules the attempt of a run that holds a slot; a run that waits no more gives its slot back. */
@@ -264,7 +276,7 @@ export class Admission {
   /**
    * A slot held by a run the queue does not list as open (a pass granted a run another process
    * had just let go, and stopped before giving it back): its execution decides. A run that waits
-   * or holds is queued again and admitted; any other gives the slot back.
+   * or holds is queued again (that is not expected) and admitted; any other gives the slot back.
    */
   private async settleUnqueued(slot: Slot, quota: QuotaState, signal: AbortSignal): Promise<QuotaState> {
     let state: ExecutionState = initialState();

@@ -90,12 +90,30 @@ export class AdmissionQueue {
     return [...new Set(rows.map((row) => row.workspace_id))];
   }
 
-  /** A workspace's runs still to handle (waiting, admitted, ended), in queue order. */
-  async open(workspaceId: string): Promise<QueuedRun[]> {
+  /**
+   * A workspace's runs still to handle, in queue order: every admitted and ended one, and the
+   * first `waitingLimit` that wait (a long queue is read from its head, a page at a time).
+   */
+  async open(workspaceId: string, waitingLimit: number): Promise<QueuedRun[]> {
     const { rows } = await this.sql.query<Row>(
-      reusable(`select attempt_id, execution_id, workspace_id, position, status from admission_queue
-       where workspace_id = $1 and status in ('waiting', 'admitted', 'ended') order by position`),
-      [workspaceId],
+      reusable(`select * from (
+         select attempt_id, execution_id, workspace_id, position, status from admission_queue
+         where workspace_id = $1 and status in ('admitted', 'ended')
+         union all
+         (select attempt_id, execution_id, workspace_id, position, status from admission_queue
+          where workspace_id = $1 and status = 'waiting' order by position limit $2)
+       ) as runs order by position`),
+      [workspaceId, waitingLimit],
+    );
+    return rows.map(toRun);
+  }
+
+  /** The runs of these attempts, whatever their status. */
+  async ofAttempts(attemptIds: readonly string[]): Promise<QueuedRun[]> {
+    if (attemptIds.length === 0) return [];
+    const { rows } = await this.sql.query<Row>(
+      reusable(`select attempt_id, execution_id, workspace_id, position, status from admission_queue where attempt_id = any($1::text[])`),
+      [attemptIds],
     );
     return rows.map(toRun);
   }
