@@ -15,7 +15,7 @@ import {
 } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { ADMISSION_ACTOR, type WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
-import { hasFreeSlot, holdsQuotaSlot, type QuotaState } from '../../workspaces/domain/quota.decider.js';
+import { freeSlots, holdsQuotaSlot, type QuotaState } from '../../workspaces/domain/quota.decider.js';
 import { WORKSPACE_STREAM_PREFIX } from '../../workspaces/domain/workspace-identity.js';
 import { parseWorkspaceEvent } from '../../workspaces/domain/workspace-settings.events.js';
 import type { AdmissionQueue, QueuedRun, RunEnd, Wait } from '../infrastructure/admission-queue.js';
@@ -40,7 +40,7 @@ export interface AdmissionHooks {
 export interface AdmissionDeps {
   store: EventStore;
   executions: Pick<ExecutionStreams, 'handle' | 'load'>;
-  workspaces: Pick<WorkspaceStreams, 'settings' | 'quota' | 'grantSlot' | 'releaseSlot'>;
+  workspaces: Pick<WorkspaceStreams, 'settings' | 'quota' | 'grantSlots' | 'releaseSlots'>;
   /** The read-model Postgres: the queue and the checkpoint. */
   sql: SqlClient;
   checkpoints: CheckpointStore;
@@ -65,6 +65,8 @@ export interface AdmissionOptions {
 const EXECUTION_PREFIX = executionStreamId('');
 const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
 const NEVER = new AbortController().signal;
+/** Admissions a pass appends at once (each to its own execution stream). */
+const ADMIT_CONCURRENCY = 32;
 
 /**
  * Admits executions of workspaces with a concurrency bound (docs/architecture.md, "Workspace
@@ -206,9 +208,12 @@ export class Admission {
     let quota = (await this.deps.workspaces.quota(workspaceId)).state;
     const runs = await this.deps.queue.open(workspaceId, this.options.waitingPage);
 
-    for (const run of runs) {
-      if (run.status === 'ended') quota = await this.release(run, signal);
-    }
+    quota = await this.release(
+      workspaceId,
+      runs.filter((run) => run.status === 'ended'),
+      quota,
+      signal,
+    );
 
     // Slots of runs not read above: waiting further down the queue (granted out of order by a
     // replay), or no longer open at all.
@@ -218,58 +223,80 @@ export class Admission {
     for (const attemptId of unread) {
       const run = found.get(attemptId);
       if (run?.status === 'admitted') continue;
-      if (run?.status === 'waiting') quota = await this.admit(run, quota, signal);
+      if (run?.status === 'waiting') quota = await this.admit(workspaceId, [run], quota, signal);
       else quota = await this.settleUnqueued({ workspaceId, executionId: quota.holders.get(attemptId)!, attemptId }, quota, signal);
     }
 
+    // Granted by a pass that stopped before scheduling their attempts (a crash, another process mid-way).
     const waiting = runs.filter((run) => run.status === 'waiting');
-    for (const run of waiting) {
-      // Granted by a pass that stopped before scheduling the attempt (a crash, another process mid-way).
-      if (holdsQuotaSlot(quota, run.attemptId)) quota = await this.admit(run, quota, signal);
-    }
+    quota = await this.admit(
+      workspaceId,
+      waiting.filter((run) => holdsQuotaSlot(quota, run.attemptId)),
+      quota,
+      signal,
+    );
 
     const { state: workspace } = await this.deps.workspaces.settings(workspaceId);
     const bound = workspace.settings.maxConcurrentExecutions;
-    for (const run of waiting) {
-      if (holdsQuotaSlot(quota, run.attemptId)) continue;
-      // First in, first out: when the run at the head of the queue cannot have a slot, nobody behind it can.
-      if (!hasFreeSlot(quota, bound)) return;
-      const granted = await this.deps.workspaces.grantSlot(workspaceId, run, bound);
-      quota = granted.state;
-      // Another process took the last slot between our read and our append.
-      if (!holdsQuotaSlot(quota, run.attemptId)) return;
-      if (granted.appended)
-        this.deps.logger.debug('slot granted', { workspaceId, executionId: run.executionId, held: quota.holders.size, bound });
-      await this.options.hooks.afterGrant?.(run, signal);
-      quota = await this.admit(run, quota, signal);
-    }
+    // First in, first out: as many runs from the head of the queue as there are free slots.
+    const candidates = waiting.filter((run) => !holdsQuotaSlot(quota, run.attemptId)).slice(0, freeSlots(quota, bound));
+    if (candidates.length === 0) return;
+    const granted = await this.deps.workspaces.grantSlots(workspaceId, candidates, bound);
+    quota = granted.state;
+    // Fewer than asked when another process took slots between our read and our append.
+    const admitted = candidates.filter((run) => holdsQuotaSlot(quota, run.attemptId));
+    if (granted.appended)
+      this.deps.logger.debug('slots granted', { workspaceId, granted: granted.events.length, held: quota.holders.size, bound });
+    for (const run of admitted) await this.options.hooks.afterGrant?.(run, signal);
+    quota = await this.admit(workspaceId, admitted, quota, signal);
     // Every waiting run read was admitted and there may be more behind them: read on.
-    if (waiting.length === this.options.waitingPage) this.dirty.add(workspaceId);
+    if (admitted.length === candidates.length && waiting.length === this.options.waitingPage) this.dirty.add(workspaceId);
   }
 
-  /** Schedules the attempt of a run that holds a slot; a run that waits no more gives its slot back. */
-  private async admit(run: Slot, quota: QuotaState, signal: AbortSignal): Promise<QuotaState> {
-    const outcome = await this.deps.executions.handle(
-      run.executionId,
-      { type: 'AdmitExecution', data: { attemptId: run.attemptId }, metadata: { now: this.deps.clock.now(), actor: ADMISSION_ACTOR } },
-      // One AttemptScheduled per admission, however often it is retried.
-      { eventIds: (index) => uuidV5(`${run.executionId}:admit:${run.attemptId}:${index}`) },
-    );
-    await this.options.hooks.afterAdmit?.(run, signal);
-    if (holdsSlot(outcome.state, run.attemptId)) {
-      await this.deps.queue.setStatus(run.attemptId, 'admitted');
-      return quota;
+  /**
+   * Schedules the attempts of runs that hold a slot, each with its own append (the store groups
+   * concurrent ones); a run that waits no more gives its slot back.
+   */
+  private async admit(workspaceId: string, runs: readonly Slot[], quota: QuotaState, signal: AbortSignal): Promise<QuotaState> {
+    const admitted: Slot[] = [];
+    const over: Slot[] = [];
+    for (let i = 0; i < runs.length; i += ADMIT_CONCURRENCY) {
+      const chunk = runs.slice(i, i + ADMIT_CONCURRENCY);
+      const outcomes = await Promise.all(
+        chunk.map((run) =>
+          this.deps.executions.handle(
+            run.executionId,
+            {
+              type: 'AdmitExecution',
+              data: { attemptId: run.attemptId },
+              metadata: { now: this.deps.clock.now(), actor: ADMISSION_ACTOR },
+            },
+            // One AttemptScheduled per admission, however often it is retried.
+            { eventIds: (index) => uuidV5(`${run.executionId}:admit:${run.attemptId}:${index}`) },
+          ),
+        ),
+      );
+      chunk.forEach((run, index) => (holdsSlot(outcomes[index].state, run.attemptId) ? admitted : over).push(run));
     }
-    // Cancelled or timed out while it waited (or while its slot was granted): the slot is free again.
-    return this.release(run, signal);
+    for (const run of runs) await this.options.hooks.afterAdmit?.(run, signal);
+    await this.deps.queue.setStatus(
+      admitted.map((run) => run.attemptId),
+      'admitted',
+    );
+    // Cancelled or timed out while they waited (or while their slot was granted): their slots are free again.
+    return this.release(workspaceId, over, quota, signal);
   }
 
-  /** Gives back the slot of a run that is over (nothing if it holds none) and forgets the run. */
-  private async release(run: Slot, signal: AbortSignal): Promise<QuotaState> {
-    const released = await this.deps.workspaces.releaseSlot(run.workspaceId, run);
-    if (released.appended) this.deps.logger.debug('slot released', { workspaceId: run.workspaceId, executionId: run.executionId });
-    await this.options.hooks.afterRelease?.(run, signal);
-    await this.deps.queue.setStatus(run.attemptId, 'released');
+  /** Gives back the slots of runs that are over (nothing for those that hold none) and forgets the runs. */
+  private async release(workspaceId: string, runs: readonly Slot[], quota: QuotaState, signal: AbortSignal): Promise<QuotaState> {
+    if (runs.length === 0) return quota;
+    const released = await this.deps.workspaces.releaseSlots(workspaceId, runs);
+    if (released.appended) this.deps.logger.debug('slots released', { workspaceId, released: released.events.length });
+    for (const run of runs) await this.options.hooks.afterRelease?.(run, signal);
+    await this.deps.queue.setStatus(
+      runs.map((run) => run.attemptId),
+      'released',
+    );
     return released.state;
   }
 
@@ -286,7 +313,8 @@ export class Admission {
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
     }
-    if (!awaitsSlot(state, slot.attemptId) && !holdsSlot(state, slot.attemptId)) return this.release(slot, signal);
+    if (!awaitsSlot(state, slot.attemptId) && !holdsSlot(state, slot.attemptId))
+      return this.release(slot.workspaceId, [slot], quota, signal);
     const waited = history.find(
       (e) => e.type === 'ExecutionAwaitingSlot' && (e.data as { attemptId?: unknown }).attemptId === slot.attemptId,
     );
@@ -295,7 +323,7 @@ export class Admission {
     this.deps.logger.warn('a slot was held by a run missing from the admission queue; queued again', { ...slot });
     await this.deps.queue.addWaits([{ ...slot, position: waited.position }]);
     this.open.add(slot.executionId);
-    return this.admit(slot, quota, signal);
+    return this.admit(slot.workspaceId, [slot], quota, signal);
   }
 
   private async run(signal: AbortSignal): Promise<void> {

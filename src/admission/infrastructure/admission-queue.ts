@@ -134,12 +134,13 @@ export class AdmissionQueue {
     return rows.map((row) => row.workspace_id);
   }
 
-  /** Moves a run on, never back: `admitted` only from `waiting`, `released` from anything. */
-  async setStatus(attemptId: string, status: 'admitted' | 'released'): Promise<void> {
+  /** Moves runs on, never back: `admitted` only from `waiting`, `released` from anything. */
+  async setStatus(attemptIds: readonly string[], status: 'admitted' | 'released'): Promise<void> {
+    if (attemptIds.length === 0) return;
     await this.sql.query(
       reusable(`update admission_queue set status = $2, updated_at = now()
-       where attempt_id = $1 and (status = 'waiting' or $2 = 'released')`),
-      [attemptId, status],
+       where attempt_id = any($1::text[]) and (status = 'waiting' or $2 = 'released')`),
+      [attemptIds, status],
     );
   }
 

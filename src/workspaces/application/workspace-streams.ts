@@ -3,7 +3,7 @@ import { CLOCK, type Clock } from '../../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../../core/event-store.port.js';
 import { FoldedStreams, type FoldedOutcome, type FoldedStream } from '../../core/folded-streams.js';
 import { ID_GENERATOR, type IdGenerator, uuidV5 } from '../../core/ids.js';
-import { quotaDecider, type QuotaCommand, type QuotaState } from '../domain/quota.decider.js';
+import { quotaDecider, type QuotaCommand, type QuotaState, type SlotRequest } from '../domain/quota.decider.js';
 import { parseQuotaEvent, QUOTA_SCHEMA_VERSION, type QuotaEvent } from '../domain/quota.events.js';
 import { workspaceDecider, type WorkspaceCommand, type WorkspaceState } from '../domain/workspace-settings.decider.js';
 import {
@@ -65,29 +65,34 @@ export class WorkspaceStreams {
   }
 
   /**
-   * Takes a slot for `attemptId` if `bound` leaves room (appended with the expected revision: a
-   * concurrent grant elsewhere makes this one decide again). The outcome's state says whether the
-   * attempt holds a slot now.
+   * Takes slots for these runs, in order, while `bound` leaves room; one append with the
+   * semaphore's expected revision (a concurrent grant elsewhere makes this one decide again). The
+   * outcome's state says which of them hold a slot now.
    */
-  grantSlot(workspaceId: string, slot: { executionId: string; attemptId: string }, bound: number | null) {
+  grantSlots(workspaceId: string, slots: readonly SlotRequest[], bound: number | null) {
     return this.quotaStreams.handle(
       quotaStreamId(workspaceId),
-      { type: 'GrantSlot', data: { ...slot, bound }, metadata: { now: this.clock.now(), actor: ADMISSION_ACTOR } },
+      { type: 'GrantSlots', data: { slots: slots.map(slotOf), bound }, metadata: { now: this.clock.now(), actor: ADMISSION_ACTOR } },
       // One grant per attempt: a grant appended but not acknowledged is refused as a duplicate when retried.
-      this.quotaAppend(workspaceId, (index) => uuidV5(`quota:${workspaceId}:grant:${slot.attemptId}:${index}`)),
+      this.quotaAppend(workspaceId, 'grant'),
     );
   }
 
-  /** Gives back the slot `attemptId` holds; nothing when it holds none. */
-  releaseSlot(workspaceId: string, slot: { executionId: string; attemptId: string }) {
+  /** Gives back the slots these runs hold (nothing for one that holds none), in one append. */
+  releaseSlots(workspaceId: string, slots: readonly SlotRequest[]) {
     return this.quotaStreams.handle(
       quotaStreamId(workspaceId),
-      { type: 'ReleaseSlot', data: slot, metadata: { now: this.clock.now(), actor: ADMISSION_ACTOR } },
-      this.quotaAppend(workspaceId, (index) => uuidV5(`quota:${workspaceId}:release:${slot.attemptId}:${index}`)),
+      { type: 'ReleaseSlots', data: { slots: slots.map(slotOf) }, metadata: { now: this.clock.now(), actor: ADMISSION_ACTOR } },
+      this.quotaAppend(workspaceId, 'release'),
     );
   }
 
-  private quotaAppend(workspaceId: string, eventId: (index: number) => string) {
-    return { eventId, metadata: { schemaVersion: QUOTA_SCHEMA_VERSION, actor: ADMISSION_ACTOR, workspaceId } };
+  private quotaAppend(workspaceId: string, step: 'grant' | 'release') {
+    return {
+      eventId: (_: number, event: QuotaEvent) => uuidV5(`quota:${workspaceId}:${step}:${event.data.attemptId}`),
+      metadata: { schemaVersion: QUOTA_SCHEMA_VERSION, actor: ADMISSION_ACTOR, workspaceId },
+    };
   }
 }
+
+const slotOf = ({ executionId, attemptId }: SlotRequest): SlotRequest => ({ executionId, attemptId });
