@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
+import { createWorker } from '../../src/worker/runtime/create-worker.js';
+import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
 import { quotaStreamId } from '../../src/workspaces/domain/workspace-identity.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
@@ -69,6 +72,7 @@ function helpers(api: ApiClient, ws: Workspace) {
 describe('workspace quotas on the full stack (real Postgres, real Kafka)', () => {
   const buses: KafkaBus[] = [];
   const apps: TestApp[] = [];
+  const workers: WorkerService[] = [];
 
   function kafkaBus(): KafkaBus {
     const bus = new KafkaBus({ brokers: testKafkaBrokers(), clientId: 'quota-test', logger: quiet });
@@ -76,8 +80,30 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
     return bus;
   }
 
-  /** Apps share the broker's consumer groups (workers, ingestor): one left running would take the next one's messages. */
+  /** An app on Postgres and Kafka; its worker joins a consumer group of its own, so it never waits out a member another suite left behind. */
+  async function startKafkaApp(env: Record<string, string> = {}, databaseUrl?: string, withWorker = true): Promise<TestApp> {
+    const bus = kafkaBus();
+    const app = await startTestApp('postgres', env, { bus, databaseUrl });
+    apps.push(app);
+    if (withWorker) {
+      const worker = createWorker({
+        bus,
+        apiUrl: app.url,
+        token: TOKENS.worker,
+        logger: quiet,
+        concurrency: 8,
+        egressAllow: [],
+        groupId: `quota-workers-${randomUUID()}`,
+      });
+      workers.push(worker);
+      await worker.start();
+    }
+    return app;
+  }
+
+  /** Apps share the broker's ingestor group: one left running would take the next one's results. */
   async function closeApps() {
+    for (const worker of workers.splice(0)) await worker.stop();
     for (const app of apps.splice(0).reverse()) await app.close();
     for (const bus of buses.splice(0)) await bus.close();
   }
@@ -88,11 +114,11 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
     let api: ApiClient;
 
     beforeAll(async () => {
-      t =
-        stack === 'postgres and Kafka'
-          ? await startTestApp('postgres', {}, { bus: kafkaBus(), worker: { concurrency: 8 } })
-          : await startTestApp(stack === 'KurrentDB' ? 'kurrentdb' : 'pglite', {}, { worker: { concurrency: 8 } });
-      apps.push(t);
+      if (stack === 'postgres and Kafka') t = await startKafkaApp();
+      else {
+        t = await startTestApp(stack === 'KurrentDB' ? 'kurrentdb' : 'pglite', {}, { worker: { concurrency: 8 } });
+        apps.push(t);
+      }
       api = client(t.url);
     }, 120_000);
     afterAll(closeApps);
@@ -259,15 +285,9 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
     afterAll(closeApps);
 
     it('(a) 100 concurrent starts against a bound of 5, through two api processes each admitting: never 6 at once, all succeed', async () => {
-      const one = await startTestApp('postgres', {}, { bus: kafkaBus(), worker: { concurrency: 8 } });
-      apps.push(one);
+      const one = await startKafkaApp();
       // A second process on the same event store and read models: api, dispatcher (so admission), projector, watchdog.
-      const two = await startTestApp(
-        'postgres',
-        { FLOSTRA_ROLES: 'api,dispatcher,projector,watchdog' },
-        { bus: kafkaBus(), databaseUrl: one.databaseUrl! },
-      );
-      apps.push(two);
+      const two = await startKafkaApp({ FLOSTRA_ROLES: 'api,dispatcher,projector,watchdog' }, one.databaseUrl!, false);
       const apis = [client(one.url), client(two.url)];
       expect((await helpers(apis[1], 'ws-a').settings(5)).status).toBe(200);
       await helpers(apis[0], 'ws-a').publish('burst', {
