@@ -102,12 +102,11 @@ export class Admission {
     options: AdmissionOptions = {},
   ) {
     this.options = {
-      name: 'admission',
-      batchSize: 500,
-      sweepMs: 1_000,
-      forgetReleasedAfterMs: 3_600_000,
-      waitingPage: 500,
-      ...options,
+      name: options.name ?? 'admission',
+      batchSize: options.batchSize ?? 500,
+      sweepMs: options.sweepMs ?? 1_000,
+      forgetReleasedAfterMs: options.forgetReleasedAfterMs ?? 3_600_000,
+      waitingPage: options.waitingPage ?? 500,
       hooks: options.hooks ?? {},
     };
   }
