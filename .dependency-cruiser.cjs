@@ -26,7 +26,7 @@ module.exports = {
       from: { path: '^src/[^/]+/domain/', pathNot: '\\.spec\\.ts$' },
       to: {
         path: [
-          '^src/(app|config|http|auth|event-store|bus|postgres|projector|live|admin|dispatch|ingest|watchdog)/',
+          '^src/(app|config|http|auth|event-store|bus|postgres|projector|live|admin|dispatch|ingest|watchdog|admission)/',
           '^src/[^/]+/(application|infrastructure)/',
           '^projections/',
           '@nestjs/',
@@ -47,14 +47,16 @@ module.exports = {
       severity: 'error',
       comment: 'The projector runs any projection definition; the read models themselves live in projections/.',
       from: { path: '^src/projector/', pathNot: '\\.spec\\.ts$' },
-      to: { path: '^(src/(executions|workflows|dispatch|ingest|watchdog|live|admin|worker)/|projections/)' },
+      to: { path: '^(src/(executions|workflows|workspaces|dispatch|ingest|watchdog|admission|live|admin|worker)/|projections/)' },
     },
     {
       name: 'adapters-depend-on-ports-only',
       severity: 'error',
       comment: 'Event stores, buses and SQL clients implement ports of src/core (and the SQL port); they know no area above them.',
       from: { path: '^src/(event-store|bus|postgres)/', pathNot: '\\.spec\\.ts$' },
-      to: { path: '^(src/(app|config|http|auth|executions|workflows|projector|dispatch|ingest|watchdog|live|admin|worker)/|projections/)' },
+      to: {
+        path: '^(src/(app|config|http|auth|executions|workflows|workspaces|projector|dispatch|ingest|watchdog|admission|live|admin|worker)/|projections/)',
+      },
     },
     {
       name: 'the-worker-talks-to-the-control-plane-over-http-and-the-bus',
@@ -62,7 +64,7 @@ module.exports = {
       comment: "A worker process opens no store: it may share domain types, never the control plane's handlers, stores or read models.",
       from: { path: '^src/worker/', pathNot: '\\.spec\\.ts$' },
       to: {
-        path: '^(src/(app|event-store|postgres|projector|live|admin|ingest|watchdog|auth|http)/|src/[^/]+/(application|infrastructure)/|projections/)',
+        path: '^(src/(app|event-store|postgres|projector|live|admin|ingest|watchdog|admission|auth|http)/|src/[^/]+/(application|infrastructure)/|projections/)',
       },
     },
     {

@@ -35,7 +35,8 @@ interface DocumentRow {
 export const executionsProjection: ProjectionDefinition<ExecutionsBatch, ExecutionDocument, ProjectedEvent> = {
   name: 'executions',
   source: executionEvents,
-  version: 1,
+  // 2: the document carries the quota fields of the state (`awaitingSlot`, `slotAttemptId`, `runStartedAt`).
+  version: 2,
   relations: ['executions'],
 
   tables: (suffix) => [

@@ -9,6 +9,8 @@ export interface ExecutionSummary {
   workflowName: string;
   workflowRevision: number;
   status: StartedExecution['status'];
+  /** What a queued execution waits for before its attempt is scheduled (a quota slot); null otherwise. */
+  waitingFor: 'workspace_quota' | null;
   cancelRequested: boolean;
   attemptCount: number;
   startedAt: string;
@@ -34,6 +36,7 @@ interface SummaryRow {
   workflow_name: string;
   workflow_revision: number;
   status: StartedExecution['status'];
+  waiting_for: 'workspace_quota' | null;
   cancel_requested: boolean;
   attempt_count: number;
   started_at: Date | string;
@@ -61,7 +64,9 @@ export class ExecutionsReadModel {
   /** One page, newest first, and the checkpoint it reflects (same statement, same snapshot). */
   async list(filter: ExecutionListFilter): Promise<{ executions: ExecutionSummary[]; checkpoint: Position | null }> {
     const { rows } = await this.sql.query<SummaryRow & { checkpoint: string | null }>(
-      `select e.execution_id, e.workspace_id, e.workflow_name, e.workflow_revision, e.status, e.cancel_requested,
+      `select e.execution_id, e.workspace_id, e.workflow_name, e.workflow_revision, e.status,
+              -- Only a queued execution can wait; the document is opened for those rows alone.
+              case when e.status = 'queued' then e.state->'awaitingSlot'->>'waitingFor' end as waiting_for, e.cancel_requested,
               e.attempt_count, e.started_at, e.updated_at, e.ended_at, e.position, e.created_position,
               (select c.position from projector.projections p
                join projector.checkpoints c on c.name = p.name and c.version = p.live_version
@@ -91,6 +96,7 @@ function toSummary(row: SummaryRow): ExecutionSummary {
     workflowName: row.workflow_name,
     workflowRevision: Number(row.workflow_revision),
     status: row.status,
+    waitingFor: row.waiting_for ?? null,
     cancelRequested: row.cancel_requested,
     attemptCount: Number(row.attempt_count),
     startedAt: iso(row.started_at),

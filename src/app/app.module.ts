@@ -4,6 +4,7 @@ import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.j
 import { ReadModelsModule } from '../../projections/read-models.module.js';
 import { AdminModule } from '../admin/admin.module.js';
 import { AuditModule } from '../audit/audit.module.js';
+import { AdmissionModule } from '../admission/admission.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import type { TokenRegistry } from '../auth/token-registry.js';
 import { type AppConfig, runsRole } from '../config/config.js';
@@ -17,6 +18,7 @@ import { ProjectorModule } from '../projector/projector.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
+import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { OpenApiModule } from '../http/openapi/openapi.module.js';
 import { CoreModule, type CoreDependencies } from './core.module.js';
 import { HealthController } from './health.controller.js';
@@ -34,8 +36,10 @@ export interface AppDependencies extends CoreDependencies {
  */
 export function roleModules(config: AppConfig): Type[] {
   const modules: Type[] = [];
-  if (runsRole(config, 'api')) modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule, AuditModule);
-  if (runsRole(config, 'dispatcher')) modules.push(DispatchModule);
+  if (runsRole(config, 'api'))
+    modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule, AuditModule, WorkspacesModule);
+  // The dispatcher role also admits executions of workspaces with a concurrency bound.
+  if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
   return modules;

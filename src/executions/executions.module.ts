@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretStreamsModule } from '../secrets/secret-streams.module.js';
+import { WorkspaceStreamsModule } from '../workspaces/workspace-streams.module.js';
 import { CancelExecutionHandler } from './application/cancel-execution.handler.js';
 import { ClaimAttemptHandler } from './application/claim-attempt.handler.js';
 import { CompleteAttemptHandler } from './application/complete-attempt.handler.js';
@@ -17,7 +18,7 @@ import { WorkerProtocolController } from './infrastructure/worker-protocol.contr
 
 /** The executions API: controllers, and the handlers of its commands and queries (on the app's CQRS buses). */
 @Module({
-  imports: [WorkflowsModule, ExecutionStreamsModule, SecretStreamsModule],
+  imports: [WorkflowsModule, ExecutionStreamsModule, SecretStreamsModule, WorkspaceStreamsModule],
   controllers: [ExecutionsController, WorkerProtocolController],
   providers: [
     StartExecutionHandler,

@@ -72,6 +72,12 @@ export interface CheckpointedSubscriptionOptions {
    * subscription from the stored checkpoint, so the batch is seen again.
    */
   handle(batch: RecordedEvent[]): Promise<void>;
+  /**
+   * Called on every (re)start, once the checkpoint is loaded and before the first batch after it:
+   * a handler that keeps state beside the checkpoint reloads it here, knowing it covers at least
+   * everything the checkpoint does. A rejection is a failure like any other (backoff, restart).
+   */
+  onResume?(after: Position | null): Promise<void>;
   logger: Logger;
   /** Backoff before resuming after a failure. */
   retry?: { initialMs: number; maxMs: number };
@@ -96,6 +102,7 @@ export function startCheckpointedSubscription(options: CheckpointedSubscriptionO
     while (!signal.aborted) {
       try {
         const after = await options.checkpoints.load(options.name);
+        await options.onResume?.(after);
         const { streamPrefixes, batchSize } = options;
         const batches = gatherBatches((reading) => options.store.subscribeToAll({ after, streamPrefixes, batchSize, signal: reading }), {
           windowMs: options.gatherMs ?? 0,

@@ -7,15 +7,16 @@ import { roleModules } from '../../src/app/app.module.js';
 import { CoreModule } from '../../src/app/core.module.js';
 import { loadConfig } from '../../src/config/config.js';
 import { TOPICS } from '../../src/core/bus.port.js';
+import { AdmissionModule } from '../../src/admission/admission.module.js';
 import { DispatchModule } from '../../src/dispatch/dispatch.module.js';
 import { IngestModule } from '../../src/ingest/ingest.module.js';
 import { WatchdogModule } from '../../src/watchdog/watchdog.module.js';
 import { eventually } from '../support/eventually.js';
 import { type ProcessFixture, openProcessFixture, recordTopic } from './support/process-fixture.js';
 
-const PROCESS_MODULES: unknown[] = [DispatchModule, IngestModule, WatchdogModule];
+const PROCESS_MODULES: unknown[] = [DispatchModule, AdmissionModule, IngestModule, WatchdogModule];
 
-/** The three process modules chosen and wired as the app does: every port from CoreModule. */
+/** The process modules chosen and wired as the app does: every port from CoreModule. */
 async function boot(f: ProcessFixture, roles: string): Promise<INestApplicationContext> {
   const config = loadConfig({ FLOSTRA_ROLES: roles, LOG_LEVEL: 'silent' });
   @Module({
@@ -29,7 +30,7 @@ async function boot(f: ProcessFixture, roles: string): Promise<INestApplicationC
   return NestFactory.createApplicationContext(RootModule, { logger: false, abortOnError: false });
 }
 
-describe('the dispatcher, ingestor and watchdog modules', () => {
+describe('the dispatcher (with the admission), ingestor and watchdog modules', () => {
   let f: ProcessFixture;
   let app: INestApplicationContext | undefined;
 
@@ -55,6 +56,7 @@ describe('the dispatcher, ingestor and watchdog modules', () => {
       (await f.sql.query<{ name: string; position: string }>('select name, position from subscription_checkpoints order by name')).rows;
     await eventually(async () =>
       expect(await checkpoints()).toEqual([
+        { name: 'admission', position: head },
         { name: 'dispatcher', position: head },
         { name: 'watchdog', position: head },
       ]),
@@ -67,9 +69,9 @@ describe('the dispatcher, ingestor and watchdog modules', () => {
   it('start nothing for a process without their roles', async () => {
     f = await openProcessFixture('postgres');
     app = await boot(f, 'api');
-    const { rows } = await f.sql.query<{ dispatch: string | null; deadlines: string | null }>(
-      "select to_regclass('dispatch_schedule')::text as dispatch, to_regclass('watchdog_deadlines')::text as deadlines",
+    const { rows } = await f.sql.query<{ dispatch: string | null; deadlines: string | null; admission: string | null }>(
+      "select to_regclass('dispatch_schedule')::text as dispatch, to_regclass('watchdog_deadlines')::text as deadlines, to_regclass('admission_queue')::text as admission",
     );
-    expect(rows[0]).toEqual({ dispatch: null, deadlines: null });
+    expect(rows[0]).toEqual({ dispatch: null, deadlines: null, admission: null });
   });
 });

@@ -53,6 +53,7 @@ describe.each(STORE_KINDS)("listing a workspace's executions on %s", (kind) => {
       workflow: { name: last.workflow, revision: 1 },
       workflowRevision: 1,
       status: last.status,
+      waitingFor: null,
       cancelRequested: last.status === 'cancelled',
       attemptCount: 1,
       startedAt: expect.any(String),

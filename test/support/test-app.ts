@@ -59,6 +59,8 @@ export interface TestApp {
   worker: WorkerService | null;
   /** The database of the read models (the store's own). */
   readModelSql: SqlClient;
+  /** The Postgres database of store and read models (kind `postgres`): pass it as `databaseUrl` to start another process on it. */
+  databaseUrl: string | null;
   /** Responses that broke their route's contract so far (each also answered 500); `close()` fails on any. */
   responseViolations: readonly ResponseViolation[];
   /** Resolves once every live read model has applied the log up to its head (or `position`). */
@@ -75,16 +77,22 @@ export interface TestAppOptions {
   projector?: Partial<ProjectorOptions>;
   /** What the app and its worker log to; by default FLOSTRA_TEST_LOG_LEVEL's level on stdout. */
   logger?: Logger;
+  /** Kind `postgres`: open this database (another app's `databaseUrl`) instead of a new one, as a second process would. */
+  databaseUrl?: string;
 }
 
 /** Opens a fresh store of the given kind (in-memory PGlite, or a new database on the test server). */
-export async function openTestStore(kind: StoreKind): Promise<{ store: EventStore; sql: SqlClient; close(): Promise<void> }> {
+export async function openTestStore(
+  kind: StoreKind,
+  databaseUrl?: string,
+): Promise<{ store: EventStore; sql: SqlClient; url: string | null; close(): Promise<void> }> {
   if (kind === 'pglite') {
     const client = await PgliteSqlClient.open();
     const store = await PostgresEventStore.open(client);
     return {
       store,
       sql: client,
+      url: null,
       close: async () => {
         await store.close();
         await client.close();
@@ -98,6 +106,7 @@ export async function openTestStore(kind: StoreKind): Promise<{ store: EventStor
     return {
       store,
       sql: client,
+      url: null,
       close: async () => {
         await store.close();
         await client.close();
@@ -105,12 +114,13 @@ export async function openTestStore(kind: StoreKind): Promise<{ store: EventStor
       },
     };
   }
-  const url = await createTestDatabase('e2e');
+  const url = databaseUrl ?? (await createTestDatabase('e2e'));
   const client = new PgSqlClient({ connectionString: url, max: 20 });
   const store = await PostgresEventStore.open(client);
   return {
     store,
     sql: client,
+    url,
     close: async () => {
       await store.close();
       await client.close();
@@ -125,7 +135,7 @@ function testLogLevel(): LogThreshold {
 
 /** The whole HTTP application on 127.0.0.1, over a real store, with an adjustable clock. */
 export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const opened = await openTestStore(kind);
+  const opened = await openTestStore(kind, options.databaseUrl);
   const clock = new AdjustableClock();
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
   // FLOSTRA_TEST_LOG_LEVEL=error shows what a test's app logged, e.g. the cause of a 500.
@@ -172,6 +182,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     clock,
     app,
     readModelSql: opened.sql,
+    databaseUrl: opened.url,
     responseViolations: checks.violations,
     waitForProjections: async (position) => {
       const target = position ?? (await opened.store.headPosition());

@@ -29,6 +29,7 @@ export function toSummaryView(s: ExecutionSummary) {
     workflow: { name: s.workflowName, revision: s.workflowRevision },
     workflowRevision: s.workflowRevision,
     status: s.status,
+    waitingFor: s.waitingFor,
     cancelRequested: s.cancelRequested,
     attemptCount: s.attemptCount,
     startedAt: s.startedAt,
@@ -56,6 +57,8 @@ export function toView(state: StartedExecution, position: string) {
     },
     workflowRevision: state.workflow.revision,
     status: state.status,
+    // Documents folded before quotas existed have no `awaitingSlot`: they never waited.
+    waitingFor: state.awaitingSlot?.waitingFor ?? null,
     cancelRequested: state.cancelRequest !== null,
     input: state.input,
     output: state.output ?? null,

@@ -6,6 +6,7 @@ import { uuidV5 } from '../../core/ids.js';
 import { SecretStreams } from '../../secrets/application/secret-streams.js';
 import { referencedSecretNames } from '../../workflows/domain/secret-references.js';
 import { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
+import { WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
 import { ExecutionStreams, positionOf } from './execution-streams.js';
 import type { StartExecutionBody } from './request-schemas.js';
 
@@ -27,18 +28,26 @@ export class StartExecutionCommand extends Command<StartExecutionResult> {
   }
 }
 
-/** Starts an execution of a published revision: one append of ExecutionStarted and its first attempt. */
+/**
+ * Starts an execution of a published revision: one append of ExecutionStarted and its first
+ * attempt, or, in a workspace with a concurrency bound, of ExecutionStarted and
+ * ExecutionAwaitingSlot (the admission schedules the attempt once a slot is granted).
+ */
 @CommandHandler(StartExecutionCommand)
 export class StartExecutionHandler implements ICommandHandler<StartExecutionCommand> {
   constructor(
     private readonly executions: ExecutionStreams,
     private readonly workflows: WorkflowQueries,
     private readonly secrets: SecretStreams,
+    private readonly workspaces: WorkspaceStreams,
   ) {}
 
   async execute({ principal, workspaceId, workflowName, idempotencyKey: key, body }: StartExecutionCommand): Promise<StartExecutionResult> {
     requireWorkspaceRole(principal, workspaceId, 'operator');
-    const workflow = await this.workflows.getRevision(workspaceId, workflowName, body.revision);
+    const [workflow, { state: workspace }] = await Promise.all([
+      this.workflows.getRevision(workspaceId, workflowName, body.revision),
+      this.workspaces.settings(workspaceId),
+    ]);
     // Promise 2 (docs/architecture.md): the key names the execution, so concurrent duplicates meet at one stream and
     // its expected revision lets exactly one ExecutionStarted in.
     const executionId = key ? uuidV5(`execution:${workspaceId}:${key}`) : this.executions.ids.uuid();
@@ -63,6 +72,7 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
           input: body.input ?? {},
           idempotency,
           attemptId: this.executions.ids.uuid(),
+          waitFor: workspace.settings.maxConcurrentExecutions === null ? null : 'workspace_quota',
         },
         metadata: { now: this.executions.clock.now(), actor: principal.subject },
       },
@@ -70,7 +80,8 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
     );
     const state = outcome.state;
     if (state.status === 'not_started') throw new Error('start left no execution');
-    const position = outcome.appended?.position ?? positionOf(outcome.history, (e) => e.type === 'AttemptScheduled');
+    const position =
+      outcome.appended?.position ?? positionOf(outcome.history, (e) => e.type === 'AttemptScheduled' || e.type === 'ExecutionAwaitingSlot');
     return {
       replayed: outcome.appended === null,
       body: { executionId, workflowRevision: state.workflow.revision, status: 'queued', position },

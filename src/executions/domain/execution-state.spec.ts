@@ -116,6 +116,9 @@ describe('evolve', () => {
       pendingApproval: null,
       approvalDecisions: {},
       lastFencingToken: 2,
+      awaitingSlot: null,
+      slotAttemptId: null,
+      runStartedAt: iso(0),
       endedAt: iso(10_000),
       endReason: 'wrong input',
     });

@@ -11,7 +11,19 @@ export type StartExecution = {
     input: Record<string, unknown>;
     idempotency: { key: string; fingerprint: string } | null;
     attemptId: string;
+    /** Set when the workspace bounds its concurrent executions: the first attempt waits for a slot. */
+    waitFor?: WaitingFor | null;
   };
+  metadata: CommandMetadata;
+};
+
+/** What a run may wait for before its first attempt is scheduled. */
+export type WaitingFor = 'workspace_quota';
+
+/** The admission granted the run a slot: schedule the attempt it waits with (a no-op when it waits no more). */
+export type AdmitExecution = {
+  type: 'AdmitExecution';
+  data: { attemptId: string };
   metadata: CommandMetadata;
 };
 
@@ -77,7 +89,7 @@ export type RequestCancel = {
 
 export type RequestRedrive = {
   type: 'RequestRedrive';
-  data: { redriveId: string; idempotencyKey: string; fingerprint: string; attemptId: string };
+  data: { redriveId: string; idempotencyKey: string; fingerprint: string; attemptId: string; waitFor?: WaitingFor | null };
   metadata: CommandMetadata;
 };
 
@@ -97,6 +109,7 @@ export type DecideApproval = {
 
 export type ExecutionCommand =
   | StartExecution
+  | AdmitExecution
   | ClaimAttempt
   | Heartbeat
   | RecordNodeResult

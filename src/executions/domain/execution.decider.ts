@@ -26,6 +26,7 @@ import {
 import { backoffMs, shouldRetry } from './retry-policy.js';
 import { decideApproval, suspendAtApproval } from './decide-approval.js';
 import { timeOutExecution } from './time-out-execution.js';
+import { admitExecution } from './admit-execution.js';
 
 const iso = (d: Date) => d.toISOString();
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
@@ -47,6 +48,24 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
     throw new InvalidStateError('execution already exists');
   }
   const queueMs = data.workflow.graph.timeouts.queueMs;
+  const at = iso(metadata.now);
+  // A workspace with a concurrency bound: the first attempt waits for a slot (the admission schedules it).
+  const firstAttempt: ExecutionEvent = data.waitFor
+    ? {
+        type: 'ExecutionAwaitingSlot',
+        data: { attemptId: data.attemptId, attemptNumber: 1, reason: 'start', waitingFor: data.waitFor, at },
+      }
+    : {
+        type: 'AttemptScheduled',
+        data: {
+          attemptId: data.attemptId,
+          attemptNumber: 1,
+          reason: 'start',
+          notBefore: at,
+          queueDeadline: plus(metadata.now, queueMs),
+          scheduledAt: at,
+        },
+      };
   return [
     {
       type: 'ExecutionStarted',
@@ -57,20 +76,10 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
         input: data.input,
         idempotency: data.idempotency,
         startedBy: metadata.actor,
-        startedAt: iso(metadata.now),
+        startedAt: at,
       },
     },
-    {
-      type: 'AttemptScheduled',
-      data: {
-        attemptId: data.attemptId,
-        attemptNumber: 1,
-        reason: 'start',
-        notBefore: iso(metadata.now),
-        queueDeadline: plus(metadata.now, queueMs),
-        scheduledAt: iso(metadata.now),
-      },
-    },
+    firstAttempt,
   ];
 }
 
@@ -317,17 +326,23 @@ function requestRedrive(command: RequestRedrive, state: ExecutionState): Executi
         at,
       },
     },
-    {
-      type: 'AttemptScheduled',
-      data: {
-        attemptId: data.attemptId,
-        attemptNumber,
-        reason: 'redrive',
-        notBefore: at,
-        queueDeadline: plus(metadata.now, s.workflow.graph.timeouts.queueMs),
-        scheduledAt: at,
-      },
-    },
+    // In a workspace with a concurrency bound the new run waits for a slot, as a start does.
+    data.waitFor
+      ? {
+          type: 'ExecutionAwaitingSlot',
+          data: { attemptId: data.attemptId, attemptNumber, reason: 'redrive', waitingFor: data.waitFor, at },
+        }
+      : {
+          type: 'AttemptScheduled',
+          data: {
+            attemptId: data.attemptId,
+            attemptNumber,
+            reason: 'redrive',
+            notBefore: at,
+            queueDeadline: plus(metadata.now, s.workflow.graph.timeouts.queueMs),
+            scheduledAt: at,
+          },
+        },
   ];
 }
 
@@ -335,6 +350,8 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
   switch (command.type) {
     case 'StartExecution':
       return startExecution(command, state);
+    case 'AdmitExecution':
+      return admitExecution(started(state), command);
     case 'ClaimAttempt':
       return claimAttempt(command, state);
     case 'Heartbeat':

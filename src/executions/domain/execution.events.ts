@@ -72,6 +72,17 @@ export const executionEventSchemas = {
     queueDeadline: isoTime,
     scheduledAt: isoTime,
   }),
+  /**
+   * The run (a start or a redrive) waits for a slot of its workspace's concurrency bound; the
+   * admission schedules `attemptId` once one is granted (docs/architecture.md, "Workspace quotas").
+   */
+  ExecutionAwaitingSlot: z.object({
+    attemptId: z.string(),
+    attemptNumber: z.number().int().min(1),
+    reason: z.enum(['start', 'redrive']),
+    waitingFor: z.enum(['workspace_quota']),
+    at: isoTime,
+  }),
   AttemptClaimed: z.object({
     attemptId: z.string(),
     workerId: z.string(),

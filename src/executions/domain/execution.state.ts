@@ -59,6 +59,15 @@ export interface NodeRecord {
   reason?: string;
 }
 
+/** The attempt a run waits to have scheduled until its workspace's quota grants it a slot. */
+export interface AwaitedSlot {
+  attemptId: string;
+  attemptNumber: number;
+  reason: 'start' | 'redrive';
+  waitingFor: 'workspace_quota';
+  since: string;
+}
+
 export interface RedriveRecord {
   redriveId: string;
   fingerprint: string;
@@ -87,6 +96,12 @@ interface ExecutionFields {
   approvalDecisions: Record<string, { decision: 'approve' | 'reject'; actionDigest: string }>;
   /** Last fencing token handed out; every claim gets a larger one. */
   lastFencingToken: number;
+  /** The run waits for a quota slot before its first attempt is scheduled; null otherwise. */
+  awaitingSlot: AwaitedSlot | null;
+  /** The attempt whose admission took the current run's quota slot; null when the run took none. */
+  slotAttemptId: string | null;
+  /** When the current run began (the start, or the last redrive): its execution deadline counts from here. */
+  runStartedAt: string;
   endedAt: string | null;
   output?: unknown;
   error?: ExecutionError;
@@ -146,6 +161,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       pendingApproval: null,
       approvalDecisions: {},
       lastFencingToken: 0,
+      awaitingSlot: null,
+      slotAttemptId: null,
+      runStartedAt: d.startedAt,
       endedAt: null,
     };
   }
@@ -170,12 +188,25 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       };
       // A resume after an approval continues the same try: it does not spend the retry budget.
       const spent = d.reason === 'resume' ? 0 : 1;
+      // Scheduling the attempt a run waited with is its admission: the run now holds its slot.
+      const admitted = s.awaitingSlot?.attemptId === d.attemptId;
       return {
         ...s,
         status: 'queued',
         attempts: [...s.attempts, attempt],
         attemptsInRun: s.attemptsInRun + spent,
         updatedAt: d.scheduledAt,
+        ...(admitted ? { awaitingSlot: null, slotAttemptId: d.attemptId } : {}),
+      };
+    }
+    case 'ExecutionAwaitingSlot': {
+      const d = event.data;
+      return {
+        ...s,
+        status: 'queued',
+        updatedAt: d.at,
+        awaitingSlot: { attemptId: d.attemptId, attemptNumber: d.attemptNumber, reason: d.reason, waitingFor: d.waitingFor, since: d.at },
+        slotAttemptId: null,
       };
     }
     case 'AttemptClaimed': {
@@ -274,6 +305,8 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         cancelRequest: null,
         pendingApproval: null,
         attemptsInRun: 0,
+        runStartedAt: d.at,
+        slotAttemptId: null,
         endedAt: null,
         output: undefined,
         error: undefined,
@@ -289,14 +322,29 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         },
       };
     }
+    // An ending also ends a wait for a slot (a waiting execution may be cancelled or time out).
     case 'ExecutionSucceeded':
-      return { ...s, status: 'succeeded', output: event.data.output, endedAt: event.data.at, updatedAt: event.data.at };
+      return { ...s, status: 'succeeded', output: event.data.output, endedAt: event.data.at, updatedAt: event.data.at, awaitingSlot: null };
     case 'ExecutionFailed':
-      return { ...s, status: 'failed', error: event.data.error, endedAt: event.data.at, updatedAt: event.data.at };
+      return { ...s, status: 'failed', error: event.data.error, endedAt: event.data.at, updatedAt: event.data.at, awaitingSlot: null };
     case 'ExecutionTimedOut':
-      return { ...s, status: 'timed_out', endReason: event.data.reason, endedAt: event.data.at, updatedAt: event.data.at };
+      return {
+        ...s,
+        status: 'timed_out',
+        endReason: event.data.reason,
+        endedAt: event.data.at,
+        updatedAt: event.data.at,
+        awaitingSlot: null,
+      };
     case 'ExecutionCancelled':
-      return { ...s, status: 'cancelled', endReason: event.data.reason, endedAt: event.data.at, updatedAt: event.data.at };
+      return {
+        ...s,
+        status: 'cancelled',
+        endReason: event.data.reason,
+        endedAt: event.data.at,
+        updatedAt: event.data.at,
+        awaitingSlot: null,
+      };
     default: {
       const unknown: never = event;
       return unknown;

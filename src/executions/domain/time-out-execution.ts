@@ -5,12 +5,11 @@ import { type StartedExecution, currentAttempt, isFinal } from './execution.stat
 
 /**
  * When the current run of an execution must have ended: `timeouts.executionMs` after its start,
- * or after the last redrive (a redrive starts a new run; a retry or a resume does not).
+ * or after the last redrive (a redrive starts a new run; a retry or a resume does not). Time
+ * spent waiting for a quota slot counts: the budget runs from the request, not the admission.
  */
 export function executionDeadline(s: StartedExecution): string {
-  const redrive = s.attempts.findLast((a) => a.reason === 'redrive');
-  const runStartedAt = redrive?.scheduledAt ?? s.startedAt;
-  return new Date(Date.parse(runStartedAt) + s.workflow.graph.timeouts.executionMs).toISOString();
+  return new Date(Date.parse(s.runStartedAt) + s.workflow.graph.timeouts.executionMs).toISOString();
 }
 
 /**

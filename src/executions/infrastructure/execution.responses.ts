@@ -9,6 +9,12 @@ import { historyEventSchema } from './timeline-event.responses.js';
 
 export const executionStatusField = z.enum(EXECUTION_STATUSES).meta({ id: 'ExecutionStatus' });
 
+/** Why a `queued` execution has no attempt scheduled yet; null when it waits for nothing but a worker (or is not queued). */
+const waitingForField = z
+  .enum(['workspace_quota'])
+  .nullable()
+  .meta({ id: 'WaitingFor', description: '`workspace_quota`: it waits for a slot of its workspace’s concurrency bound.' });
+
 const nullableTimestamp = timestampField.nullable();
 
 /** An error as events record it, shown by name. */
@@ -56,6 +62,7 @@ export const executionViewSchema = z
     workflow: z.strictObject({ workflowId: uuidField, name: identifierField, revision: z.number().int().min(1), digest: digestField }),
     workflowRevision: z.number().int().min(1),
     status: executionStatusField,
+    waitingFor: waitingForField,
     cancelRequested: z.boolean(),
     input: z.record(z.string(), anyJson),
     output: anyJson.meta({ description: 'The execution’s output once it succeeded, else null.' }),
@@ -78,6 +85,7 @@ export const executionSummarySchema = z
     workflow: z.strictObject({ name: identifierField, revision: z.number().int().min(1) }),
     workflowRevision: z.number().int().min(1),
     status: executionStatusField,
+    waitingFor: waitingForField,
     cancelRequested: z.boolean(),
     attemptCount: z.number().int().min(0),
     startedAt: timestampField,

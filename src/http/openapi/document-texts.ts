@@ -50,6 +50,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   Workflows: 'Publish workflow graphs as immutable revisions, and read them.',
   Executions: 'Start, inspect, cancel, redrive and approve executions.',
   Secrets: 'Store a workspace’s secrets for http nodes to reference by name; no endpoint ever returns a value.',
+  'Workspace settings': 'A workspace’s settings: its bound on concurrent executions.',
   'Worker protocol': 'How a worker claims an attempt, keeps its lease and reports the outcome.',
   'Live events': 'Execution events as Server-Sent Events, resumable without loss.',
   Audit: 'Who did what in a workspace: every command’s events with their actor.',

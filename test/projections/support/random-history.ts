@@ -57,9 +57,10 @@ export interface RandomHistoryOptions {
 
 /**
  * Drives the real execution deciders (through the production ExecutionStreams) with random
- * commands: starts, claims, heartbeats, node results, completions, timeouts, cancels and
- * redrives, on a clock that jumps forward so leases and queue deadlines expire. Commands a
- * decider rejects append nothing, so every history in the store is a valid one.
+ * commands: starts (every third waiting for a quota slot), admissions, claims, heartbeats, node
+ * results, completions, timeouts, cancels and redrives, on a clock that jumps forward so leases
+ * and queue deadlines expire. Commands a decider rejects append nothing, so every history in the
+ * store is a valid one.
  */
 export async function writeRandomHistories(
   store: EventStore,
@@ -103,6 +104,7 @@ export async function writeRandomHistories(
           input: { step },
           idempotency: null,
           attemptId: ids.uuid(),
+          waitFor: step % 3 === 0 ? ('workspace_quota' as const) : null,
         };
         return () => issue(executionId, () => ({ type: 'StartExecution', data, metadata: { now: at, actor: 'oscar' } }));
       }
@@ -126,10 +128,18 @@ function nextCommand(s: StartedExecution, roll: number, random: () => number, uu
   if (roll < 0.12)
     return {
       type: 'RequestRedrive',
-      data: { redriveId: uuid(), idempotencyKey: `key-${Math.floor(random() * 4)}`, fingerprint: 'f', attemptId: uuid() },
+      data: {
+        redriveId: uuid(),
+        idempotencyKey: `key-${Math.floor(random() * 4)}`,
+        fingerprint: 'f',
+        attemptId: uuid(),
+        waitFor: roll < 0.09 ? 'workspace_quota' : null,
+      },
       metadata: by('alice'),
     };
   if (roll < 0.14) return { type: 'TimeOutExecution', data: {}, metadata: by('system:watchdog') };
+  if (s.awaitingSlot !== null)
+    return { type: 'AdmitExecution', data: { attemptId: s.awaitingSlot.attemptId }, metadata: by('system:dispatcher') };
   if (attempt === undefined) return null;
   if (roll < 0.2)
     return {

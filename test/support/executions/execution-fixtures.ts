@@ -2,6 +2,7 @@ import { systemActor, workerActor } from '../../../src/core/actors.js';
 import type { CommandMetadata } from '../../../src/core/decider.js';
 import { deciderSpecification } from '../core/decider-specification.js';
 import type {
+  AdmitExecution,
   AttemptOutcome,
   ClaimAttempt,
   CompleteAttempt,
@@ -14,6 +15,7 @@ import type {
   StartExecution,
   TimeOutAttempt,
   TimeOutExecution,
+  WaitingFor,
 } from '../../../src/executions/domain/execution.commands.js';
 import { executionDecider } from '../../../src/executions/domain/execution.decider.js';
 import type {
@@ -95,7 +97,9 @@ const fenceOf = (f: Partial<Fence>): Fence => ({
 
 type Idempotency = StartExecution['data']['idempotency'];
 
-export function startExecution(o: { at?: number; idempotency?: Idempotency; workflow?: WorkflowSnapshot } = {}): StartExecution {
+export function startExecution(
+  o: { at?: number; idempotency?: Idempotency; workflow?: WorkflowSnapshot; waitFor?: WaitingFor } = {},
+): StartExecution {
   return {
     type: 'StartExecution',
     data: {
@@ -105,9 +109,15 @@ export function startExecution(o: { at?: number; idempotency?: Idempotency; work
       input: { day: '2029-12-31' },
       idempotency: o.idempotency === undefined ? null : o.idempotency,
       attemptId: ATTEMPT_1,
+      ...(o.waitFor === undefined ? {} : { waitFor: o.waitFor }),
     },
     metadata: meta(o.at ?? 0, OPERATOR),
   };
+}
+
+/** The admission, granted a slot, schedules the attempt the run waits with. */
+export function admitExecution(o: { attemptId?: string; at: number }): AdmitExecution {
+  return { type: 'AdmitExecution', data: { attemptId: o.attemptId ?? ATTEMPT_1 }, metadata: meta(o.at, 'system:dispatcher') };
 }
 
 export function claimAttempt(o: { attemptId?: string; workerId?: string; at: number }): ClaimAttempt {
@@ -179,6 +189,7 @@ export function requestRedrive(o: {
   idempotencyKey?: string;
   fingerprint?: string;
   attemptId?: string;
+  waitFor?: WaitingFor;
 }): RequestRedrive {
   return {
     type: 'RequestRedrive',
@@ -187,6 +198,7 @@ export function requestRedrive(o: {
       idempotencyKey: o.idempotencyKey ?? 'redrive-key-1',
       fingerprint: o.fingerprint ?? 'fingerprint-redrive-1',
       attemptId: o.attemptId ?? ATTEMPT_2,
+      ...(o.waitFor === undefined ? {} : { waitFor: o.waitFor }),
     },
     metadata: meta(o.at, OPERATOR),
   };
@@ -223,6 +235,22 @@ export function attemptScheduled(
       notBefore: iso(notBefore),
       queueDeadline: iso(notBefore + (o.queueMs ?? QUEUE_MS)),
       scheduledAt: iso(at),
+    },
+  };
+}
+
+/** The run waits for a slot of its workspace's quota before `attemptId` is scheduled. */
+export function executionAwaitingSlot(
+  o: { attemptId?: string; attemptNumber?: number; reason?: 'start' | 'redrive'; at?: number } = {},
+): ExecutionEvent {
+  return {
+    type: 'ExecutionAwaitingSlot',
+    data: {
+      attemptId: o.attemptId ?? ATTEMPT_1,
+      attemptNumber: o.attemptNumber ?? 1,
+      reason: o.reason ?? 'start',
+      waitingFor: 'workspace_quota',
+      at: iso(o.at ?? 0),
     },
   };
 }
@@ -330,6 +358,12 @@ export const executionCancelled = (o: { at: number; reason?: string | null }): E
 export const aQueuedExecution = (o: { workflow?: WorkflowSnapshot; idempotency?: Idempotency } = {}): ExecutionEvent[] => [
   executionStarted(o),
   attemptScheduled(),
+];
+
+/** Started at 0 in a workspace with a concurrency bound: attempt 1 waits for a slot. */
+export const aWaitingExecution = (o: { workflow?: WorkflowSnapshot; idempotency?: Idempotency } = {}): ExecutionEvent[] => [
+  executionStarted(o),
+  executionAwaitingSlot(),
 ];
 
 /** Attempt 1 claimed by worker A at 1 000 with fencing token 1: its lease expires at 31 000. */

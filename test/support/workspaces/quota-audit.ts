@@ -1,0 +1,69 @@
+import type { EventStore, RecordedEvent } from '../../../src/core/event-store.port.js';
+import { quotaStreamId } from '../../../src/workspaces/domain/workspace-identity.js';
+
+const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
+
+/** One run of an execution as the log records it: from its admission (its first attempt scheduled) to its end. */
+export interface RunInterval {
+  executionId: string;
+  /** Position of the AttemptScheduled of a start or a redrive. */
+  admitted: string;
+  /** Position of the event that ended the run; null while it runs. */
+  ended: string | null;
+}
+
+/** Every event of the log's execution streams, in log order. */
+async function executionEvents(store: EventStore): Promise<RecordedEvent[]> {
+  const events: RecordedEvent[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const page = await store.readAll({ after, maxCount: 1_000, streamPrefixes: ['execution-'] });
+    events.push(...page);
+    if (page.length < 1_000) return events;
+    after = page[page.length - 1].position;
+  }
+}
+
+/**
+ * What an auditor reads from the log alone: for each run of a workspace's executions, the
+ * position of its admission and of its end, and the most runs that were ever admitted and not
+ * ended at one point of the log (a sweep over positions, which totally order the log).
+ */
+export async function auditRuns(store: EventStore, workspaceId: string): Promise<{ runs: RunInterval[]; maxConcurrent: number }> {
+  const runs: RunInterval[] = [];
+  const open = new Map<string, RunInterval>();
+  let concurrent = 0;
+  let maxConcurrent = 0;
+  for (const event of await executionEvents(store)) {
+    if (event.metadata['workspaceId'] !== workspaceId) continue;
+    const executionId = event.streamId.slice('execution-'.length);
+    const reason = (event.data as { reason?: unknown }).reason;
+    if (event.type === 'AttemptScheduled' && (reason === 'start' || reason === 'redrive')) {
+      const run: RunInterval = { executionId, admitted: event.position, ended: null };
+      runs.push(run);
+      open.set(executionId, run);
+      maxConcurrent = Math.max(maxConcurrent, ++concurrent);
+    } else if (ENDINGS.has(event.type) && open.has(executionId)) {
+      open.get(executionId)!.ended = event.position;
+      open.delete(executionId);
+      concurrent--;
+    }
+  }
+  return { runs, maxConcurrent };
+}
+
+/** Replays a workspace's quota semaphore: the most slots ever held at once, and the grants in order. */
+export async function auditSemaphore(store: EventStore, workspaceId: string): Promise<{ maxHeld: number; granted: string[] }> {
+  const held = new Set<string>();
+  const granted: string[] = [];
+  let maxHeld = 0;
+  for (const event of await store.readStream(quotaStreamId(workspaceId))) {
+    const data = event.data as { executionId: string; attemptId: string };
+    if (event.type === 'SlotGranted') {
+      held.add(data.attemptId);
+      granted.push(data.executionId);
+      maxHeld = Math.max(maxHeld, held.size);
+    } else held.delete(data.attemptId);
+  }
+  return { maxHeld, granted };
+}
