@@ -70,8 +70,8 @@ function libraryBucket(place: string): string {
   if (place === '(garbage collector)') return 'garbage collection';
   if (place === '(program)') return 'V8/native outside JS (program)';
   if (place === '(idle)') return 'idle';
-  if (place === 'kafkajs') return 'kafkajs without a Flostra caller (socket reads, response decoding)';
-  if (place === 'pg' || place.startsWith('pg-')) return 'pg without a Flostra caller (socket reads, row parsing)';
+  if (place === 'kafkajs') return 'kafkajs without a Flostra caller (request queue, socket writes and reads, decoding)';
+  if (place === 'pg' || place.startsWith('pg-')) return 'pg without a Flostra caller (socket writes and reads, row parsing)';
   if (/express|@nestjs|body-parser|router|path-to-regexp|rxjs/.test(place))
     return 'HTTP framework before Flostra code (express, Nest, rxjs)';
   if (place.startsWith('node:')) return 'Node internals without a Flostra caller (net, http, streams, timers)';
@@ -80,25 +80,39 @@ function libraryBucket(place: string): string {
 
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
 
+const SOCKET_WRITES = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String']);
+
 export function summarizeCpuProfile(profile: CpuProfile, executions: number) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const frames = (id: number) => {
+    const list: { functionName: string; url: string }[] = [];
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) list.push(byId.get(at)!.callFrame);
+    return list;
+  };
 
   const totalUs = profile.endTime - profile.startTime;
   let idleUs = 0;
+  let profilerUs = 0;
   const crossingUs = new Map<string, number>();
   const placeUs = new Map<string, number>();
   const functionUs = new Map<string, number>();
+  const writesUs = new Map<string, number>();
   const add = (map: Map<string, number>, key: string, us: number) => map.set(key, (map.get(key) ?? 0) + us);
   for (const [id, us] of selfUs) {
-    const node = byId.get(id)!;
-    const { functionName, url, lineNumber } = node.callFrame;
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
     const place = where(url, functionName);
     if (place === '(idle)') {
       idleUs += us;
+      continue;
+    }
+    const stack = frames(id);
+    // Stopping the profiler serialises the profile inside the profiled span: not the system's work.
+    if (stack.some((frame) => frame.url === 'node:inspector')) {
+      profilerUs += us;
       continue;
     }
     add(placeUs, place, us);
@@ -107,17 +121,21 @@ export function summarizeCpuProfile(profile: CpuProfile, executions: number) {
       `${functionName || '(anonymous)'} ${place === url ? url : `${place}${url !== '' ? `:${url.split('/').pop()}:${lineNumber + 1}` : ''}`}`,
       us,
     );
-    let crossing: string | undefined;
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-      const frameUrl = byId.get(at)!.callFrame.url;
-      if (isFlostra(frameUrl)) {
-        crossing = crossingOf(frameUrl);
-        break;
-      }
+    const flostra = stack.find((frame) => isFlostra(frame.url));
+    // Without a Flostra caller, the nearest library on the stack (a native leaf such as a socket
+    // write counts for the package that asked for it), else the leaf's own place.
+    const library = stack.find((frame) => frame.url.includes('node_modules'));
+    add(
+      crossingUs,
+      flostra !== undefined ? crossingOf(flostra.url) : libraryBucket(library !== undefined ? where(library.url, '') : place),
+      us,
+    );
+    if (url === '' && SOCKET_WRITES.has(functionName)) {
+      const caller = stack.find((frame) => frame.url.includes('node_modules') || isFlostra(frame.url));
+      add(writesUs, caller === undefined ? 'node internals (http client)' : where(caller.url, ''), us);
     }
-    add(crossingUs, crossing ?? libraryBucket(place), us);
   }
-  const busyUs = totalUs - idleUs;
+  const busyUs = totalUs - idleUs - profilerUs;
   const table = (map: Map<string, number>, limit: number) =>
     [...map.entries()]
       .sort((a, b) => b[1] - a[1])
@@ -128,12 +146,20 @@ export function summarizeCpuProfile(profile: CpuProfile, executions: number) {
         msPerExecution: round(us / 1000 / Math.max(1, executions), 3),
         shareOfBusy: round(us / busyUs, 3),
       }));
+  const writesTotal = [...writesUs.values()].reduce((sum, us) => sum + us, 0);
   return {
-    seconds: round(totalUs / 1e6, 2),
+    note: 'V8 samples the main thread by wall clock: on a busy machine, time the thread spends descheduled falls on whatever it was running (long system calls most of all), so busy time exceeds its CPU time; read the shares, not the absolute figures',
+    seconds: round((totalUs - profilerUs) / 1e6, 2),
     busySeconds: round(busyUs / 1e6, 2),
-    idleShare: round(idleUs / totalUs, 3),
+    idleShare: round(idleUs / (totalUs - profilerUs), 3),
     executions,
     busyMsPerExecution: round(busyUs / 1000 / Math.max(1, executions), 3),
+    socketWrites: {
+      ms: round(writesTotal / 1000),
+      msPerExecution: round(writesTotal / 1000 / Math.max(1, executions), 3),
+      shareOfBusy: round(writesTotal / busyUs, 3),
+      byCaller: table(writesUs, 10),
+    },
     byCrossing: table(crossingUs, 40),
     byPlace: table(placeUs, 30),
     topSelfFunctions: table(functionUs, 40),

@@ -218,6 +218,27 @@ function cpuByComponent(components: Components): Record<string, number> {
   );
 }
 
+/** Read and write system calls so far of each component's processes (/proc/<pid>/io). */
+function syscallsByComponent(components: Components): Record<string, { reads: number; writes: number }> {
+  const stats = allStats();
+  return Object.fromEntries(
+    Object.entries(components).map(([name, roots]) => {
+      let reads = 0;
+      let writes = 0;
+      for (const { pid } of processTree(roots, stats)) {
+        try {
+          const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+          reads += Number(/^syscr: (\d+)/m.exec(io)?.[1] ?? 0);
+          writes += Number(/^syscw: (\d+)/m.exec(io)?.[1] ?? 0);
+        } catch {
+          // gone, or not readable
+        }
+      }
+      return [name, { reads, writes }];
+    }),
+  );
+}
+
 function statusKb(pid: number, field: string): number {
   try {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(
@@ -535,6 +556,8 @@ interface Cell {
   latencyMs: ClosedLoopResult['latencyMs'];
   /** CPU seconds per execution of each of the system's processes (with their children), and in total. */
   cpuSecondsPerExecution: Record<string, number>;
+  /** Read and write system calls per execution of each of the system's processes. */
+  syscallsPerExecution: Record<string, { reads: number; writes: number }>;
   /** Every process on the machine, the benchmark's driver and other tenants included. */
   wholeMachineCpuSecondsPerExecution: number;
   memory?: Record<string, unknown>;
@@ -542,10 +565,19 @@ interface Cell {
 
 async function measure(system: System, concurrency: number, seconds: number, watchMemory = false): Promise<Cell> {
   const before = cpuByComponent(system.components);
+  const ioBefore = syscallsByComponent(system.components);
   const stopWatch = watchMemory ? memoryWatch(system.components) : undefined;
   const result = await closedLoop(concurrency, seconds, system.once);
   const memory = stopWatch?.();
   const after = cpuByComponent(system.components);
+  const ioAfter = syscallsByComponent(system.components);
+  const per = (count: number) => Math.round((count / Math.max(1, result.executions)) * 10) / 10;
+  const syscalls = Object.fromEntries(
+    Object.keys(ioBefore).map((name) => [
+      name,
+      { reads: per(ioAfter[name].reads - ioBefore[name].reads), writes: per(ioAfter[name].writes - ioBefore[name].writes) },
+    ]),
+  );
   const perExecution: Record<string, number> = {};
   let total = 0;
   for (const name of Object.keys(before)) {
@@ -560,6 +592,7 @@ async function measure(system: System, concurrency: number, seconds: number, wat
     executionsPerSec: result.executionsPerSec,
     latencyMs: result.latencyMs,
     cpuSecondsPerExecution: perExecution,
+    syscallsPerExecution: syscalls,
     wholeMachineCpuSecondsPerExecution: result.machineCpu,
     ...(memory !== undefined ? { memory } : {}),
   };
