@@ -72,10 +72,10 @@ describe('schedules over HTTP (embedded)', () => {
     const events = (await scheduleEvents('every-second')).map((e) => e.type);
     expect(events.slice(events.indexOf('SchedulePaused') + 1)).toEqual([]);
 
-    const deleted = await api.delete(path('every-second'), { token: TOKENS.editorA });
+    const deleted = await api.request('DELETE', path('every-second'), { token: TOKENS.editorA });
     expect(deleted.status).toBe(204);
     expect((await api.get(path('every-second'), { token: TOKENS.viewerA })).status).toBe(404);
-    expect((await api.delete(path('every-second'), { token: TOKENS.editorA })).status).toBe(404);
+    expect((await api.request('DELETE', path('every-second'), { token: TOKENS.editorA })).status).toBe(404);
     const after = await api.get('/v1/workspaces/ws-a/schedules', { token: TOKENS.viewerA });
     expect(after.body.schedules.map((s: { name: string }) => s.name)).not.toContain('every-second');
   });
@@ -102,6 +102,6 @@ describe('schedules over HTTP (embedded)', () => {
     expect((await api.put(path('roles'), { token: TOKENS.adminB, body })).status).toBe(404);
     expect((await api.put(path('roles'), { token: TOKENS.editorA, body })).status).toBe(201);
     expect((await api.get(path('roles'), { token: TOKENS.adminB })).status).toBe(404);
-    expect((await api.delete(path('roles'), { token: TOKENS.viewerA })).status).toBe(403);
+    expect((await api.request('DELETE', path('roles'), { token: TOKENS.viewerA })).status).toBe(403);
   });
 });
