@@ -36,7 +36,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   name: 'executions',
   source: executionEvents,
   // 2: the document carries the quota fields of the state (`awaitingSlot`, `slotAttemptId`, `runStartedAt`).
-  version: 2,
+  // 3: and `scheduledBy`, the schedule fire that started the execution.
+  version: 3,
   relations: ['executions'],
 
   tables: (suffix) => [

@@ -11,6 +11,8 @@ export interface ExecutionSummary {
   status: StartedExecution['status'];
   /** What a queued execution waits for before its attempt is scheduled (a quota slot); null otherwise. */
   waitingFor: 'workspace_quota' | null;
+  /** The schedule fire that started it; null for a start over HTTP. */
+  scheduledBy: { schedule: string; fireTime: string } | null;
   cancelRequested: boolean;
   attemptCount: number;
   startedAt: string;
@@ -37,6 +39,7 @@ interface SummaryRow {
   workflow_revision: number;
   status: StartedExecution['status'];
   waiting_for: 'workspace_quota' | null;
+  scheduled_by: { schedule: string; fireTime: string } | null;
   cancel_requested: boolean;
   attempt_count: number;
   started_at: Date | string;
@@ -66,7 +69,8 @@ export class ExecutionsReadModel {
     const { rows } = await this.sql.query<SummaryRow & { checkpoint: string | null }>(
       `select e.execution_id, e.workspace_id, e.workflow_name, e.workflow_revision, e.status,
               -- Only a queued execution can wait; the document is opened for those rows alone.
-              case when e.status = 'queued' then e.state->'awaitingSlot'->>'waitingFor' end as waiting_for, e.cancel_requested,
+              case when e.status = 'queued' then e.state->'awaitingSlot'->>'waitingFor' end as waiting_for,
+              e.state->'scheduledBy' as scheduled_by, e.cancel_requested,
               e.attempt_count, e.started_at, e.updated_at, e.ended_at, e.position, e.created_position,
               (select c.position from projector.projections p
                join projector.checkpoints c on c.name = p.name and c.version = p.live_version
@@ -97,6 +101,7 @@ function toSummary(row: SummaryRow): ExecutionSummary {
     workflowRevision: Number(row.workflow_revision),
     status: row.status,
     waitingFor: row.waiting_for ?? null,
+    scheduledBy: row.scheduled_by ?? null,
     cancelRequested: row.cancel_requested,
     attemptCount: Number(row.attempt_count),
     startedAt: iso(row.started_at),

@@ -5,6 +5,7 @@ import { PROJECTION_CATALOG_READY } from '../src/projector/projector.module.js';
 import { ProjectionSignals } from '../src/projector/projection-signals.js';
 import { AuditReadModel } from './audit.read-model.js';
 import { ExecutionsReadModel } from './executions.read-model.js';
+import { SchedulesReadModel } from './schedules.read-model.js';
 import { PostgresTimelineReader } from './timeline.reader.js';
 
 /**
@@ -30,7 +31,12 @@ import { PostgresTimelineReader } from './timeline.reader.js';
       inject: [READ_MODEL_SQL, PROJECTION_CATALOG_READY],
       useFactory: (sql: SqlClient) => new AuditReadModel(sql),
     },
+    {
+      provide: SchedulesReadModel,
+      inject: [READ_MODEL_SQL, PROJECTION_CATALOG_READY],
+      useFactory: (sql: SqlClient) => new SchedulesReadModel(sql),
+    },
   ],
-  exports: [TIMELINE_READER, PostgresTimelineReader, ExecutionsReadModel, AuditReadModel],
+  exports: [TIMELINE_READER, PostgresTimelineReader, ExecutionsReadModel, AuditReadModel, SchedulesReadModel],
 })
 export class ReadModelsModule {}

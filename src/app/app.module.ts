@@ -16,6 +16,8 @@ import type { SqlClient } from '../postgres/sql-client.port.js';
 import type { ProjectorOptions } from '../projector/projector.js';
 import { ProjectorModule } from '../projector/projector.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
+import { SchedulerModule } from '../scheduler/scheduler.module.js';
+import { SchedulesModule } from '../schedules/schedules.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
@@ -37,11 +39,12 @@ export interface AppDependencies extends CoreDependencies {
 export function roleModules(config: AppConfig): Type[] {
   const modules: Type[] = [];
   if (runsRole(config, 'api'))
-    modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule, AuditModule, WorkspacesModule);
+    modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule, AuditModule, WorkspacesModule, SchedulesModule);
   // The dispatcher role also admits executions of workspaces with a concurrency bound.
   if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
+  if (runsRole(config, 'scheduler')) modules.push(SchedulerModule);
   return modules;
 }
 

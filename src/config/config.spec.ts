@@ -145,8 +145,8 @@ describe('loadConfig', () => {
       ['HOST', 'local host', 'HOST: expected a host name or address, got "local host"'],
       [
         'FLOSTRA_ROLES',
-        'api,scheduler',
-        'FLOSTRA_ROLES: expected a comma-separated list of api, dispatcher, ingestor, projector, watchdog, worker, got "api,scheduler"',
+        'api,cron',
+        'FLOSTRA_ROLES: expected a comma-separated list of api, dispatcher, ingestor, projector, scheduler, watchdog, worker, got "api,cron"',
       ],
       ['FLOSTRA_ROLES', ',', 'FLOSTRA_ROLES: expected a comma-separated list'],
       ['EVENT_STORE_URL', 'mysql://db/x', 'EVENT_STORE_URL: expected a postgres://, postgresql://, esdb:// or kurrentdb:// URL'],

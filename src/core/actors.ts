@@ -17,3 +17,8 @@ export function systemActor(role: string): string {
 
 /** Shown for a fact recorded before actors were, whose payload names nobody either. */
 export const UNKNOWN_ACTOR = 'unknown';
+
+/** What a schedule started on its own: `schedule:<name>` (the schedule's workspace is the execution's). */
+export function scheduleActor(name: string): string {
+  return `schedule:${name}`;
+}

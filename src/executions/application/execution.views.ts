@@ -30,6 +30,7 @@ export function toSummaryView(s: ExecutionSummary) {
     workflowRevision: s.workflowRevision,
     status: s.status,
     waitingFor: s.waitingFor,
+    scheduledBy: s.scheduledBy,
     cancelRequested: s.cancelRequested,
     attemptCount: s.attemptCount,
     startedAt: s.startedAt,
@@ -59,6 +60,8 @@ export function toView(state: StartedExecution, position: string) {
     status: state.status,
     // Documents folded before quotas existed have no `awaitingSlot`: they never waited.
     waitingFor: state.awaitingSlot?.waitingFor ?? null,
+    // Documents folded before schedules have no `scheduledBy`: they were started over HTTP.
+    scheduledBy: state.scheduledBy ?? null,
     cancelRequested: state.cancelRequest !== null,
     input: state.input,
     output: state.output ?? null,

@@ -9,6 +9,8 @@ import { WorkflowQueries } from '../../workflows/application/workflow.queries.js
 import { WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
 import { ExecutionStreams, positionOf } from './execution-streams.js';
 import type { StartExecutionBody } from './request-schemas.js';
+import type { ScheduledBy } from '../domain/execution.events.js';
+import { scheduledExecutionId } from '../domain/scheduled-execution-id.js';
 
 export interface StartExecutionResult {
   /** True when an earlier start with the same Idempotency-Key and body answered: nothing new was appended. */
@@ -23,6 +25,8 @@ export class StartExecutionCommand extends Command<StartExecutionResult> {
     readonly workflowName: string,
     readonly idempotencyKey: string | undefined,
     readonly body: StartExecutionBody,
+    /** A schedule fire: the execution id is derived from it, and starting the same fire again is a replay. */
+    readonly scheduledBy: ScheduledBy | null = null,
   ) {
     super();
   }
@@ -42,7 +46,14 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
     private readonly workspaces: WorkspaceStreams,
   ) {}
 
-  async execute({ principal, workspaceId, workflowName, idempotencyKey: key, body }: StartExecutionCommand): Promise<StartExecutionResult> {
+  async execute({
+    principal,
+    workspaceId,
+    workflowName,
+    idempotencyKey: key,
+    body,
+    scheduledBy,
+  }: StartExecutionCommand): Promise<StartExecutionResult> {
     requireWorkspaceRole(principal, workspaceId, 'operator');
     const [workflow, { state: workspace }] = await Promise.all([
       this.workflows.getRevision(workspaceId, workflowName, body.revision),
@@ -50,11 +61,17 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
     ]);
     // Promise 2 (docs/architecture.md): the key names the execution, so concurrent duplicates meet at one stream and
     // its expected revision lets exactly one ExecutionStarted in.
-    const executionId = key ? uuidV5(`execution:${workspaceId}:${key}`) : this.executions.ids.uuid();
+    // A schedule fire names its execution the same way (in a namespace no key reaches), so a second scheduler's start is a replay.
+    const executionId = scheduledBy
+      ? scheduledExecutionId(workspaceId, scheduledBy.schedule, scheduledBy.fireTime)
+      : key
+        ? uuidV5(`execution:${workspaceId}:${key}`)
+        : this.executions.ids.uuid();
+    const derived = key !== undefined || scheduledBy !== null;
     const idempotency = key ? { key, fingerprint: sha256OfCanonical({ workflow: workflowName, body }) } : null;
     // Secrets the graph references must exist now (a replay of an earlier start answers as it did).
     const missing = await this.secrets.missing(workspaceId, referencedSecretNames(workflow.graph));
-    if (missing.length > 0 && !(key && (await this.started(executionId)))) throw new SecretNotFoundError(missing);
+    if (missing.length > 0 && !(derived && (await this.started(executionId)))) throw new SecretNotFoundError(missing);
     const outcome = await this.executions.handle(
       executionId,
       {
@@ -73,10 +90,11 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
           idempotency,
           attemptId: this.executions.ids.uuid(),
           waitFor: workspace.settings.maxConcurrentExecutions === null ? null : 'workspace_quota',
+          scheduledBy,
         },
         metadata: { now: this.executions.clock.now(), actor: principal.subject },
       },
-      key ? { eventIds: (index) => uuidV5(`${executionId}:start:${index}`) } : { newStream: true },
+      derived ? { eventIds: (index) => uuidV5(`${executionId}:start:${index}`) } : { newStream: true },
     );
     const state = outcome.state;
     if (state.status === 'not_started') throw new Error('start left no execution');

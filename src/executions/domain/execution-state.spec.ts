@@ -105,6 +105,7 @@ describe('evolve', () => {
       workflow,
       input: { day: '2029-12-31' },
       startIdempotency: KEY,
+      scheduledBy: null,
       startedBy: OPERATOR,
       startedAt: iso(0),
       updatedAt: iso(10_000),

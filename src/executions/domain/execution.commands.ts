@@ -1,5 +1,5 @@
 import type { CommandMetadata } from '../../core/decider.js';
-import type { ExecutionError, WorkflowSnapshot } from './execution.events.js';
+import type { ExecutionError, ScheduledBy, WorkflowSnapshot } from './execution.events.js';
 
 /** Commands on one execution stream. Ids, time and jitter arrive in the command, never made here. */
 export type StartExecution = {
@@ -13,6 +13,8 @@ export type StartExecution = {
     attemptId: string;
     /** Set when the workspace bounds its concurrent executions: the first attempt waits for a slot. */
     waitFor?: WaitingFor | null;
+    /** Set when a schedule fire starts it: the execution id is derived from the fire, and a second start of it is a replay. */
+    scheduledBy?: ScheduledBy | null;
   };
   metadata: CommandMetadata;
 };

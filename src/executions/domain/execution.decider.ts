@@ -40,6 +40,9 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
   const { data, metadata } = command;
   if (state.status !== 'not_started') {
     // Promise 2 (docs/architecture.md): the same key and body is a replay (no new fact); another body is a conflict.
+    // A schedule fire names its execution: the same fire again is a replay, whoever starts it.
+    const fire = data.scheduledBy;
+    if (fire && state.scheduledBy?.schedule === fire.schedule && state.scheduledBy.fireTime === fire.fireTime) return [];
     const previous = state.startIdempotency;
     if (data.idempotency && previous?.key === data.idempotency.key) {
       if (previous.fingerprint === data.idempotency.fingerprint) return [];
@@ -75,6 +78,7 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
         workflow: data.workflow,
         input: data.input,
         idempotency: data.idempotency,
+        ...(data.scheduledBy ? { scheduledBy: data.scheduledBy } : {}),
         startedBy: metadata.actor,
         startedAt: at,
       },

@@ -49,6 +49,10 @@ export const workflowSnapshotSchema = z.object({
 });
 export type WorkflowSnapshot = z.infer<typeof workflowSnapshotSchema>;
 
+/** The schedule fire that started an execution (docs/api.md, "Schedules"). */
+export const scheduledBySchema = z.object({ schedule: z.string(), fireTime: isoTime });
+export type ScheduledBy = z.infer<typeof scheduledBySchema>;
+
 const attemptReason = z.enum(['start', 'retry', 'redrive', 'resume']);
 export type AttemptReason = z.infer<typeof attemptReason>;
 
@@ -61,6 +65,12 @@ export const executionEventSchemas = {
     input: z.record(z.string(), json),
     /** The start's Idempotency-Key and the fingerprint of its request, when it had a key. */
     idempotency: z.object({ key: z.string(), fingerprint: z.string() }).nullable(),
+    /**
+     * The schedule fire that started it; absent for a start over HTTP. Optional, so it needed no
+     * new schema version: events recorded before schedules read as they were, and older readers
+     * ignore the field (zod drops unknown keys).
+     */
+    scheduledBy: scheduledBySchema.optional(),
     startedBy: z.string(),
     startedAt: isoTime,
   }),

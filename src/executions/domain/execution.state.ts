@@ -1,4 +1,4 @@
-import type { AttemptReason, ExecutionError, ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
+import type { AttemptReason, ExecutionError, ExecutionEvent, ScheduledBy, WorkflowSnapshot } from './execution.events.js';
 
 export type EndedAttemptStatus = 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 export type AttemptStatus = 'queued' | 'running' | EndedAttemptStatus;
@@ -81,6 +81,8 @@ interface ExecutionFields {
   workflow: WorkflowSnapshot;
   input: Record<string, unknown>;
   startIdempotency: { key: string; fingerprint: string } | null;
+  /** The schedule fire that started it; null (or absent, in documents folded before schedules) otherwise. */
+  scheduledBy: ScheduledBy | null;
   startedBy: string;
   startedAt: string;
   updatedAt: string;
@@ -150,6 +152,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       workflow: d.workflow,
       input: d.input,
       startIdempotency: d.idempotency,
+      scheduledBy: d.scheduledBy ?? null,
       startedBy: d.startedBy,
       startedAt: d.startedAt,
       updatedAt: d.startedAt,

@@ -1,4 +1,5 @@
-import { describe, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
+import { executionDecider } from './execution.decider.js';
 import { IdempotencyConflictError, InvalidStateError } from '../../core/errors.js';
 import {
   ATTEMPT_1,
@@ -103,4 +104,34 @@ describe('StartExecution', () => {
         .thenThrows(InvalidStateError);
     });
   });
+
+  describe('a start by a schedule fire', () => {
+    const fire = { schedule: 'nightly', fireTime: '2030-01-01T02:30:00.000Z' };
+    const scheduled = (at: number, scheduledBy = fire) => {
+      const command = startExecution({ at });
+      return { ...command, data: { ...command.data, scheduledBy } };
+    };
+
+    it('records which fire started it', () => {
+      const [started] = scheduleFold(scheduled(5_000));
+      expect(started.data).toMatchObject({ scheduledBy: fire });
+    });
+
+    it('is a replay when the same fire starts it again (a second scheduler)', () => {
+      given(scheduleFold(scheduled(5_000)))
+        .when(scheduled(6_000))
+        .thenNothingHappens();
+    });
+
+    it('rejects another fire on the same stream', () => {
+      given(scheduleFold(scheduled(5_000)))
+        .when(scheduled(6_000, { ...fire, fireTime: '2030-01-02T02:30:00.000Z' }))
+        .thenThrows(InvalidStateError);
+    });
+  });
 });
+
+/** The events of a start decided on an empty stream. */
+function scheduleFold(command: ReturnType<typeof startExecution>) {
+  return executionDecider.decide(command, executionDecider.initialState());
+}

@@ -17,6 +17,12 @@ const waitingForField = z
 
 const nullableTimestamp = timestampField.nullable();
 
+/** The schedule fire that started an execution; null when it was started over HTTP. */
+const scheduledByField = z
+  .strictObject({ schedule: identifierField, fireTime: timestampField })
+  .nullable()
+  .meta({ id: 'ScheduledBy', description: 'The schedule and fire time that started it; null for a start over HTTP.' });
+
 /** An error as events record it, shown by name. */
 const executionErrorSchema = executionErrorEventSchema.meta({ id: 'ExecutionError' });
 const digestField = z
@@ -63,6 +69,7 @@ export const executionViewSchema = z
     workflowRevision: z.number().int().min(1),
     status: executionStatusField,
     waitingFor: waitingForField,
+    scheduledBy: scheduledByField,
     cancelRequested: z.boolean(),
     input: z.record(z.string(), anyJson),
     output: anyJson.meta({ description: 'The execution’s output once it succeeded, else null.' }),
@@ -86,6 +93,7 @@ export const executionSummarySchema = z
     workflowRevision: z.number().int().min(1),
     status: executionStatusField,
     waitingFor: waitingForField,
+    scheduledBy: scheduledByField,
     cancelRequested: z.boolean(),
     attemptCount: z.number().int().min(0),
     startedAt: timestampField,

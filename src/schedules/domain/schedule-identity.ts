@@ -1,0 +1,10 @@
+/**
+ * `schedule-<workspaceId>-<name>`: one schedule's definition and every fire decided for it. A
+ * `-` in the workspace id is written `~` (outside the alphabet), as in workflow streams, so the
+ * first `-` after the prefix separates workspace and name.
+ */
+export function scheduleStreamId(workspaceId: string, name: string): string {
+  return `schedule-${workspaceId.replaceAll('-', '~')}-${name}`;
+}
+
+export const SCHEDULE_STREAM_PREFIX = 'schedule-';
