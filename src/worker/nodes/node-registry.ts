@@ -1,9 +1,11 @@
+import { CodeSandbox } from '../../sandbox/code-sandbox.js';
 import type { NodeType, WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import type { ExecuteNode, Sleep } from '../dag/dag.types.js';
 import { NodeError } from '../dag/node-error.js';
 import { abortableSleep } from '../dag/node-retry.js';
 import type { EgressGuard } from '../egress/egress-guard.js';
 import { createDelayNode, executeFail, executeNoop } from './basic-nodes.js';
+import { createCodeNode } from './code-node.js';
 import { createHttpNode } from './http-node.js';
 import type { NodeExecutor } from './node-executor.js';
 import { createTransformNode } from './transform-node.js';
@@ -16,6 +18,8 @@ export interface NodeRegistryOptions {
   readonly sleep?: Sleep;
   /** Where transforms are evaluated; a sandbox with the default limits when absent (started on first use). */
   readonly transform?: TransformSandbox;
+  /** Where `code` nodes run; a sandbox with the default pool when absent (started on first use). */
+  readonly code?: CodeSandbox;
 }
 
 /** Executable node types: `approval` is not one (the runner suspends there instead). */
@@ -30,13 +34,14 @@ export interface NodeRegistry {
 }
 
 /** No network, no timer, no effect outside the run: nothing to announce before running them. */
-const PURE_NODE_TYPES: ReadonlySet<NodeType> = new Set(['noop', 'transform', 'fail']);
+const PURE_NODE_TYPES: ReadonlySet<NodeType> = new Set(['noop', 'transform', 'code', 'fail']);
 
 export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
   const executors: NodeRegistry['executors'] = {
     noop: executeNoop,
     delay: createDelayNode(options.sleep ?? abortableSleep),
     transform: createTransformNode(options.transform ?? new TransformSandbox()),
+    code: createCodeNode(options.code ?? new CodeSandbox()),
     http: createHttpNode(options.egress),
     fail: executeFail,
   };
@@ -48,6 +53,8 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
         return executors.delay(node, ctx);
       case 'transform':
         return executors.transform(node, ctx);
+      case 'code':
+        return executors.code(node, ctx);
       case 'http':
         return executors.http(node, ctx);
       case 'fail':

@@ -1,5 +1,6 @@
 import type { Bus } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
+import { CodeSandbox } from '../../sandbox/code-sandbox.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from '../nodes/node-registry.js';
 import { TransformSandbox, type TransformSandboxOptions } from '../nodes/transform-sandbox.js';
@@ -24,7 +25,8 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
   const cidrs = options.egressAllow.filter((entry) => entry.includes('/'));
   const hosts = options.egressAllow.filter((entry) => !entry.includes('/'));
   const transforms = new TransformSandbox(options.transform);
-  const registry = createNodeRegistry({ egress: createEgressGuard({ allow: { cidrs, hosts } }), transform: transforms });
+  const code = new CodeSandbox();
+  const registry = createNodeRegistry({ egress: createEgressGuard({ allow: { cidrs, hosts } }), transform: transforms, code });
   return new WorkerService({
     bus: options.bus,
     apiUrl: options.apiUrl,
@@ -36,6 +38,8 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
     nodeConcurrency: 4,
     workerId: options.workerId,
     groupId: options.groupId,
-    onStopped: () => transforms.close(),
+    onStopped: async () => {
+      await Promise.all([transforms.close(), code.close()]);
+    },
   });
 }

@@ -6,6 +6,7 @@ import { handleCommand } from '../../core/command-handler.js';
 import { ValidationFailedError } from '../../core/errors.js';
 import { EVENT_STORE, type EventStore, type Position } from '../../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../../core/ids.js';
+import { codeSyntaxIssues, type CodeSyntaxCheck } from '../domain/code-syntax.js';
 import { workflowDecider } from '../domain/workflow.decider.js';
 import { parseWorkflowEvent, WORKFLOW_SCHEMA_VERSION } from '../domain/workflow.events.js';
 import { workflowGraphDigest } from '../domain/workflow-digest.js';
@@ -41,6 +42,16 @@ export function parsePublishBody(body: unknown): WorkflowGraph {
   if (definition.ok) return definition.graph;
   const first = definition.issues[0];
   throw new ValidationFailedError(`invalid workflow: ${first?.path || '(body)'}: ${first?.message ?? 'invalid'}`, definition.issues);
+}
+
+/**
+ * A ValidationFailedError when a `code` node's source does not compile (checked once the rest of
+ * the graph is valid: compiling needs the interpreter, the other checks do not).
+ */
+export async function assertCodeCompiles(graph: WorkflowGraph, check: CodeSyntaxCheck): Promise<void> {
+  const issues = await codeSyntaxIssues(graph, check);
+  const first = issues[0];
+  if (first !== undefined) throw new ValidationFailedError(`invalid workflow: ${first.path}: ${first.message}`, issues);
 }
 
 /** `PUT /v1/workspaces/:workspaceId/workflows/:name`: one append of a new revision, or none. */

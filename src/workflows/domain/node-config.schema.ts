@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_EXPRESSION_BYTES, ONE_DAY_MS } from './workflow-graph.limits.js';
+import { MAX_CODE_SOURCE_BYTES, MAX_EXPRESSION_BYTES, ONE_DAY_MS } from './workflow-graph.limits.js';
 
 /** Per-type configuration of a node. Only shape is checked here; workers interpret it. */
 
@@ -17,6 +17,22 @@ export const transformConfigSchema = z.strictObject({
     .string()
     .refine((text) => text.trim().length > 0, 'an expression is required')
     .refine((text) => utf8Bytes(text) <= MAX_EXPRESSION_BYTES, `an expression is at most ${MAX_EXPRESSION_BYTES} bytes`),
+});
+
+/**
+ * JavaScript run by the worker in a WebAssembly interpreter with no host access: `source` is the
+ * body of a function of `input` that returns a JSON value. `timeoutMs` and `memoryMb` bound one
+ * run of it (the interpreter's own time and memory limits; the node-level `timeoutMs` bounds the
+ * whole try, waiting for an interpreter included).
+ */
+export const codeConfigSchema = z.strictObject({
+  language: z.literal('javascript', { error: 'the only language is "javascript"' }),
+  source: z
+    .string()
+    .refine((text) => text.trim().length > 0, 'a source is required')
+    .refine((text) => utf8Bytes(text) <= MAX_CODE_SOURCE_BYTES, `a source is at most ${MAX_CODE_SOURCE_BYTES} bytes`),
+  timeoutMs: z.number().int().min(1).max(10_000).default(1_000),
+  memoryMb: z.number().int().min(1).max(64).default(32),
 });
 
 // RFC 9110 token characters; CR/LF in a value would let a graph inject extra headers.
@@ -51,6 +67,7 @@ export const failConfigSchema = z.strictObject({
 export type NoopConfig = z.output<typeof noopConfigSchema>;
 export type DelayConfig = z.output<typeof delayConfigSchema>;
 export type TransformConfig = z.output<typeof transformConfigSchema>;
+export type CodeConfig = z.output<typeof codeConfigSchema>;
 export type HttpConfig = z.output<typeof httpConfigSchema>;
 export type ApprovalConfig = z.output<typeof approvalConfigSchema>;
 export type FailConfig = z.output<typeof failConfigSchema>;

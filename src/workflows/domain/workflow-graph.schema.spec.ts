@@ -75,7 +75,7 @@ describe('the publish body', () => {
       const [issue] = issuesOf(oneNode({ id: 'a', type: 'shell', config: { cmd: 'rm -rf /' } }));
       expect(issue).toEqual({
         path: 'nodes[0].type',
-        message: 'unknown node type; expected one of noop, delay, transform, http, approval, fail',
+        message: 'unknown node type; expected one of noop, delay, transform, code, http, approval, fail',
       });
     });
 
@@ -100,6 +100,24 @@ describe('the publish body', () => {
       for (const expression of ['', '   ', 'x'.repeat(4097), 'é'.repeat(2049)]) {
         expect(paths(issuesOf(oneNode({ id: 'a', type: 'transform', config: { expression } })))).toEqual(['nodes[0].config.expression']);
       }
+    });
+
+    it('code runs javascript from a non-empty source of at most 64 KiB, and defaults its limits', () => {
+      expect(graphOf(oneNode({ id: 'a', type: 'code', config: { language: 'javascript', source: 'return 1' } })).nodes[0].config).toEqual({
+        language: 'javascript',
+        source: 'return 1',
+        timeoutMs: 1_000,
+        memoryMb: 32,
+      });
+      expect(
+        graphOf(oneNode({ id: 'a', type: 'code', config: { language: 'javascript', source: 'x'.repeat(65_536) } })).nodes,
+      ).toHaveLength(1);
+      const codeIssues = (config: Record<string, unknown>) =>
+        paths(issuesOf(oneNode({ id: 'a', type: 'code', config: { language: 'javascript', source: 'return 1', ...config } })));
+      for (const source of ['', '  ', 'x'.repeat(65_537), 7]) expect(codeIssues({ source })).toEqual(['nodes[0].config.source']);
+      for (const language of ['python', 'JavaScript', undefined]) expect(codeIssues({ language })).toEqual(['nodes[0].config.language']);
+      for (const timeoutMs of [0, 10_001, 1.5]) expect(codeIssues({ timeoutMs })).toEqual(['nodes[0].config.timeoutMs']);
+      for (const memoryMb of [0, 65, 2.5]) expect(codeIssues({ memoryMb })).toEqual(['nodes[0].config.memoryMb']);
     });
 
     it('http needs a method and an absolute http(s) URL, and defaults its timeout', () => {
@@ -184,6 +202,17 @@ describe('the publish body', () => {
         'timeouts.queueMs',
         'timeouts.executionMs',
       ]);
+    });
+  });
+
+  describe('node timeoutMs', () => {
+    it('is optional, absent by default, and bounds any node type to 1 ms .. one day', () => {
+      expect(graphOf(oneNode({ id: 'a', type: 'noop' })).nodes[0]).not.toHaveProperty('timeoutMs');
+      expect(graphOf(oneNode({ id: 'a', type: 'delay', config: { ms: 10 }, timeoutMs: 5 })).nodes[0].timeoutMs).toBe(5);
+      expect(graphOf(oneNode({ id: 'a', type: 'fail', timeoutMs: 86_400_000 })).nodes[0].timeoutMs).toBe(86_400_000);
+      for (const timeoutMs of [0, -1, 1.5, 86_400_001, '100']) {
+        expect(paths(issuesOf(oneNode({ id: 'a', type: 'noop', timeoutMs })))).toEqual(['nodes[0].timeoutMs']);
+      }
     });
   });
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   approvalConfigSchema,
+  codeConfigSchema,
   delayConfigSchema,
   failConfigSchema,
   httpConfigSchema,
@@ -8,7 +9,7 @@ import {
   transformConfigSchema,
 } from './node-config.schema.js';
 import { nodeIdSchema } from './workflow-identity.js';
-import { ONE_DAY_MS } from './workflow-graph.limits.js';
+import { MAX_NODE_TIMEOUT_MS, ONE_DAY_MS } from './workflow-graph.limits.js';
 
 /**
  * The publish body of `PUT /v1/workspaces/:workspaceId/workflows/:name` (docs/api.md, "Workflows").
@@ -55,7 +56,7 @@ export const timeoutsSchema = z.strictObject({
 /** When a node may run, given its predecessors' final states. */
 export const triggerSchema = z.enum(['all_success', 'all_done', 'one_success']);
 
-export const NODE_TYPES = ['noop', 'delay', 'transform', 'http', 'approval', 'fail'] as const;
+export const NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'approval', 'fail'] as const;
 
 const nodeOf = <Type extends string, Config extends z.ZodType>(type: Type, config: Config) =>
   z.strictObject({
@@ -64,6 +65,12 @@ const nodeOf = <Type extends string, Config extends z.ZodType>(type: Type, confi
     config,
     retry: retryPolicySchema.prefault({}),
     trigger: triggerSchema.default('all_success'),
+    /**
+     * Wall-clock budget of each try of the node, enforced by the worker's DAG runner: at the
+     * deadline the node's signal aborts and the try fails `node_timeout`. Absent: no bound but the
+     * attempt's lease and the execution's timeout. No default, so graphs without it keep their digest.
+     */
+    timeoutMs: z.number().int().min(1).max(MAX_NODE_TIMEOUT_MS).optional(),
   });
 
 export const workflowNodeSchema = z.discriminatedUnion(
@@ -72,6 +79,7 @@ export const workflowNodeSchema = z.discriminatedUnion(
     nodeOf('noop', noopConfigSchema.prefault({})),
     nodeOf('delay', delayConfigSchema),
     nodeOf('transform', transformConfigSchema),
+    nodeOf('code', codeConfigSchema),
     nodeOf('http', httpConfigSchema),
     nodeOf('approval', approvalConfigSchema.prefault({})),
     nodeOf('fail', failConfigSchema.prefault({})),

@@ -5,9 +5,10 @@ import type { Principal } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
 import { parseBody, parseName } from '../../http/validation.js';
 import { GetWorkflowQuery } from '../application/get-workflow.handler.js';
-import { parsePublishBody, PublishWorkflowCommand } from '../application/publish-workflow.handler.js';
+import { assertCodeCompiles, parsePublishBody, PublishWorkflowCommand } from '../application/publish-workflow.handler.js';
 import { workflowRevisionQuerySchema } from '../application/request-schemas.js';
 import { ApiRoute } from '../../http/openapi/route-contract.js';
+import { CodeSyntaxChecker } from './code-syntax-checker.js';
 import { getWorkflowContract, publishWorkflowContract } from './workflows.contract.js';
 
 /** Workflows over HTTP: input validated here, at the edge; commands and queries go through the CQRS buses. */
@@ -16,6 +17,7 @@ export class WorkflowsController {
   constructor(
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
+    private readonly code: CodeSyntaxChecker,
   ) {}
 
   @ApiRoute(publishWorkflowContract)
@@ -29,7 +31,9 @@ export class WorkflowsController {
   ) {
     const workspaceId = parseName(rawWorkspaceId, 'workspaceId');
     const name = parseName(rawName, 'name');
-    const result = await this.commands.execute(new PublishWorkflowCommand(principal, workspaceId, name, parsePublishBody(body)));
+    const graph = parsePublishBody(body);
+    await assertCodeCompiles(graph, this.code.check);
+    const result = await this.commands.execute(new PublishWorkflowCommand(principal, workspaceId, name, graph));
     res.status(result.status);
     return { ...result.body, position: result.position };
   }
