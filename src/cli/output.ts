@@ -67,3 +67,13 @@ export function fields(entries: readonly [string, string][]): string {
   const width = Math.max(...entries.map(([key]) => key.length)) + 1;
   return entries.map(([key, value]) => `${`${key}:`.padEnd(width)} ${value}`).join('\n') + '\n';
 }
+
+/** The output format asked for, read from argv without the parser (which may be what failed). */
+export function formatOf(argv: readonly string[]): OutputFormat {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--output' || arg === '-o') return argv[i + 1] === 'json' ? 'json' : 'text';
+    if (arg === '--output=json' || arg === '-ojson') return 'json';
+  }
+  return 'text';
+}

@@ -27,13 +27,15 @@ import {
 } from './config.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
 import { describeEvent, eventLine, FINAL_EVENTS } from './events.js';
-import { compact, fields, json, table, when, type Io, type OutputFormat } from './output.js';
+import { compact, fields, formatOf, json, table, when, type Io, type OutputFormat } from './output.js';
 import { follow } from './sse.js';
 import { readInput, readWorkflowFile } from './workflow-file.js';
 
 /** What the commands run against: the terminal, the environment, and where their exit code goes. */
 export interface CliContext {
   io: Io;
+  /** The arguments, as given. */
+  argv: readonly string[];
   env: NodeJS.ProcessEnv;
   /** Ends live streams (tests; Ctrl-C exits the process directly). */
   signal?: AbortSignal;
@@ -75,9 +77,16 @@ export function buildProgram(ctx: CliContext): Command {
     .option('--config <file>', 'the config file')
     .addOption(new Option('-o, --output <format>', 'text for people, json for programs').choices(['text', 'json']).default('text'))
     .addHelpText('after', ROOT_HELP)
-    .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
+    .configureOutput({
+      writeOut: (text) => io.out(text),
+      writeErr: (text) => io.err(text),
+      // With --output json, a usage error is one JSON document on stderr like any other error.
+      outputError: (text, write) =>
+        formatOf(ctx.argv) === 'json'
+          ? write(`${JSON.stringify({ error: { title: text.replace(/^error: /, '').trim() }, exitCode: EXIT.usage })}\n`)
+          : write(`${text}(run with --help for usage)\n`),
+    });
 
   const globals = (command: Command) => command.optsWithGlobals<GlobalOptions>();
   const settingsOf = (command: Command): Settings => {

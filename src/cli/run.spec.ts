@@ -79,6 +79,15 @@ describe('the flostra command line', () => {
     expect(JSON.parse((await flostra(['config', 'show', '-o', 'json'], env)).stdout)).toMatchObject({ tokenSet: false });
   });
 
+  it('with --output json, reports a usage error as one JSON document on stderr too', async () => {
+    const { code, stdout, stderr } = await flostra(['executions', 'list', '--limit', '500', '--output', 'json'], env);
+    expect({ code, stdout }).toEqual({ code: EXIT.usage, stdout: '' });
+    expect(JSON.parse(stderr)).toEqual({
+      error: { title: expect.stringContaining('--limit must be an integer from 1 to 200') },
+      exitCode: EXIT.usage,
+    });
+  });
+
   it('with --output json, reports an error as one JSON document on stderr', async () => {
     const { code, stdout, stderr } = await flostra(['executions', 'list', '--output', 'json'], env);
     expect(code).toBe(EXIT.unavailable);

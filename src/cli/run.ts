@@ -1,21 +1,11 @@
 import { CommanderError } from 'commander';
 import { CliError, EXIT, type ExitCode } from './errors.js';
-import type { Io, OutputFormat } from './output.js';
+import { formatOf, type Io } from './output.js';
 import { buildProgram, type CliContext } from './program.js';
-
-/** The output format asked for, read from argv without the parser (which may be what failed). */
-function formatOf(argv: readonly string[]): OutputFormat {
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--output' || arg === '-o') return argv[i + 1] === 'json' ? 'json' : 'text';
-    if (arg === '--output=json' || arg === '-ojson') return 'json';
-  }
-  return 'text';
-}
 
 /** Runs the command line and answers its exit code; what it prints goes to `io`. */
 export async function run(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<ExitCode> {
-  const ctx: CliContext = { io, env, signal, exitCode: EXIT.ok };
+  const ctx: CliContext = { io, argv, env, signal, exitCode: EXIT.ok };
   try {
     await buildProgram(ctx).parseAsync(argv, { from: 'user' });
     return ctx.exitCode;
