@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server, type Socket, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -180,6 +180,16 @@ describe('the flostra CLI against a running Flostra', () => {
     await relay?.stop();
     await app?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("is the package's bin: an executable that runs by its own shebang", async () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    expect(join(ROOT, manifest.bin.flostra)).toBe(CLI);
+    const version = spawnSync(CLI, ['--version'], { encoding: 'utf8', env });
+    expect({ status: version.status, stdout: version.stdout.trim() }).toEqual({
+      status: 0,
+      stdout: (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+    });
   });
 
   it('publishes a YAML and a JSON workflow, named by the file or by --name', async () => {
