@@ -75,6 +75,14 @@ module.exports = {
       to: { path: '/infrastructure/[^/]+\\.controller\\.ts$' },
     },
     {
+      name: 'the-cli-is-a-client-only',
+      severity: 'error',
+      comment:
+        "flostra (src/cli) talks to a server over HTTP only: none of the server's code (no Nest, Kafka or Postgres to load at its start), only its own modules, Node's and its libraries.",
+      from: { path: '^src/cli/', pathNot: '\\.spec\\.ts$' },
+      to: { pathNot: '^(src/cli/|node_modules/(commander|yaml|eventsource-parser)/)', dependencyTypesNot: ['core'] },
+    },
+    {
       name: 'production-code-imports-no-tests',
       severity: 'error',
       comment: 'Test helpers stay out of the production build and the image.',
@@ -84,7 +92,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^dist/|^node_modules/|^\\.cache/)' },
+    // node_modules stays in the graph (not followed), so that rules can name packages.
+    exclude: { path: '(^dist/|^\\.cache/)' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },

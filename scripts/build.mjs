@@ -12,7 +12,7 @@
 // (tsconfig.bench.json) writes into the same dist/ but no stamp.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,5 +69,7 @@ const build = spawnSync(process.execPath, [createRequire(import.meta.url).resolv
 });
 if (build.error) fail(`tsc: ${build.error.message}`);
 if (build.status !== 0) process.exit(build.status ?? 1);
+// The package's bin (`flostra`, docs/cli.md) runs as a program: tsc writes it without the execute bit.
+chmodSync(join(root, 'dist', 'src', 'cli', 'main.js'), 0o755);
 mkdirSync(dirname(STAMP), { recursive: true });
 writeFileSync(STAMP, `${hash}\n`);
