@@ -81,7 +81,8 @@ export async function startPostgresServer(startOptions: StartPostgresServerOptio
         continue; // most likely the port was taken between probing and binding
       }
       const stop = () => run('pg_ctl', ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
-      const start = () => run('pg_ctl', ['-D', dataDir, '-l', join(root, 'server.log'), '-w', '-t', '60', '-o', options.join(' '), 'start']);
+      const start = () =>
+        run('pg_ctl', ['-D', dataDir, '-l', join(root, 'server.log'), '-w', '-t', '60', '-o', options.join(' '), 'start']);
       // Best effort when the run is interrupted: never leave a server behind.
       const onExit = () => {
         try {
