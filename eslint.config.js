@@ -57,6 +57,18 @@ export default tseslint.config(
     },
   },
   {
+    // Roles measure through the Metrics port (src/core/metrics.port.ts) and trace through
+    // src/observability/tracing.ts: prom-client and OpenTelemetry stay behind them.
+    files: ['src/**/*.ts', 'projections/**/*.ts'],
+    ignores: ['src/observability/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(prom-client|@opentelemetry/)', message: 'Use the Metrics port or src/observability/tracing.ts.' }] },
+      ],
+    },
+  },
+  {
     // Jest loads its global setup and teardown as CommonJS, where only require() reaches the
     // TypeScript sources (see test/integration.global-setup.ts).
     files: ['test/*.global-setup.ts', 'test/*.global-teardown.ts', 'test/support/test-services.ts'],

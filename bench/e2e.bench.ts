@@ -17,6 +17,7 @@ import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
 import type { SqlClient } from '../src/postgres/sql-client.port.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
+import { METRICS, type Metrics } from '../src/core/metrics.port.js';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
 import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
@@ -123,7 +124,8 @@ async function runMode(mode: string) {
   });
   await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-  const worker = mode === 'split' ? await startWorkerProcess(url, stack.brokers) : await startInProcessWorker(stack.bus, url, logger);
+  const worker =
+    mode === 'split' ? await startWorkerProcess(url, stack.brokers) : await startInProcessWorker(stack.bus, url, logger, app.get(METRICS));
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
   await fetch(`${url}/v1/workspaces/bench/workflows/diamond`, { method: 'PUT', headers, body: JSON.stringify(DIAMOND) });
 
@@ -207,8 +209,14 @@ interface BenchWorker {
   stop(): Promise<void>;
 }
 
-async function startInProcessWorker(bus: Bus, apiUrl: string, logger: ReturnType<typeof createLogger>): Promise<BenchWorker> {
-  const worker = createWorker({ bus, apiUrl, token: TOKEN, logger, concurrency: 16, egressAllow: [] });
+async function startInProcessWorker(
+  bus: Bus,
+  apiUrl: string,
+  logger: ReturnType<typeof createLogger>,
+  metrics: Metrics,
+): Promise<BenchWorker> {
+  // The app's metrics, as main.ts gives a worker that shares its process.
+  const worker = createWorker({ bus, apiUrl, token: TOKEN, logger, concurrency: 16, egressAllow: [], metrics });
   await worker.start();
   return { cpuSeconds: () => 0, stop: () => worker.stop() };
 }

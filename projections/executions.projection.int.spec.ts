@@ -26,7 +26,7 @@ import {
   redriveRequested,
 } from '../test/support/executions/execution-fixtures.js';
 import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
-import { position, projectionSpecification } from '../test/support/projector/projection-specification.js';
+import { position, projectionSpecification, recordedProjectionSpecification } from '../test/support/projector/projection-specification.js';
 import { executionsProjection } from './executions.projection.js';
 
 const OTHER_EXECUTION = '0b8f4e0a-1c2d-4e5f-8a9b-000000000002';
@@ -34,7 +34,7 @@ const OTHER_EXECUTION = '0b8f4e0a-1c2d-4e5f-8a9b-000000000002';
 /** The row the read model must hold for these events: the write side's own fold, plus its columns. */
 function rowOf(
   events: ExecutionEvent[],
-  columns: { status: string; cancel: boolean; attempts: number; ended: string | null; last: number; created?: number },
+  columns: { status: string; cancel: boolean; attempts: number; ended: string | null; last: number; created?: number; traceId?: string },
 ) {
   const state = JSON.parse(JSON.stringify(fold(executionDecider, events))) as { executionId: string; startedAt: string; updatedAt: string };
   return {
@@ -51,6 +51,7 @@ function rowOf(
     created_position: position(columns.created ?? 1),
     position: position(columns.last),
     revision: columns.last - 1,
+    trace_id: columns.traceId ?? null,
     state,
   };
 }
@@ -147,6 +148,28 @@ describe('the executions projection', () => {
         [EXECUTION_ID, 'running', position(1), position(5)],
         [OTHER_EXECUTION, 'queued', position(2), position(4)],
       ]);
+    });
+  });
+
+  describe('when the start was traced', () => {
+    // A database of its own: this specification numbers its table versions from 1 again.
+    let traced: PgliteSqlClient;
+    beforeAll(async () => {
+      traced = await PgliteSqlClient.open();
+    });
+    afterAll(() => traced.close());
+
+    it('keeps the trace id of ExecutionStarted’s traceparent, whatever later events carry', async () => {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const streamId = `execution-${EXECUTION_ID}`;
+      const [started, scheduled] = [executionStarted(), attemptScheduled()];
+      const { executions } = await recordedProjectionSpecification(executionsProjection, () => traced)
+        .given([
+          { streamId, type: started.type, data: started.data, metadata: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } },
+          { streamId, type: scheduled.type, data: scheduled.data, metadata: { traceparent: `00-${'1'.repeat(32)}-00f067aa0ba902b7-01` } },
+        ])
+        .rows();
+      expect(executions.map((row) => row['trace_id'])).toEqual([traceId]);
     });
   });
 });

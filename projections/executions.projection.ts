@@ -1,4 +1,5 @@
 import type { Position } from '../src/core/event-store.port.js';
+import { traceIdOf } from '../src/core/traceparent.js';
 import { reusable, type SqlTransaction } from '../src/postgres/sql-client.port.js';
 import { evolve, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
 import type { ProjectionDefinition, VersionTables } from '../src/projector/projection-definition.js';
@@ -12,6 +13,8 @@ export interface ExecutionDocument {
   revision: number;
   /** Position of ExecutionStarted: the list's order and cursor (clock-independent, unique). */
   createdPosition: Position;
+  /** The trace the start belongs to (from ExecutionStarted's `traceparent`); null when it was not traced. */
+  traceId: string | null;
 }
 
 interface ExecutionsBatch {
@@ -25,6 +28,7 @@ interface DocumentRow {
   position: string;
   revision: number;
   created_position: string;
+  trace_id: string | null;
 }
 
 /**
@@ -37,7 +41,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   source: executionEvents,
   // 2: the document carries the quota fields of the state (`awaitingSlot`, `slotAttemptId`, `runStartedAt`).
   // 3: and `scheduledBy`, the schedule fire that started the execution.
-  version: 3,
+  // 4: `trace_id`, the trace of the start (ExecutionStarted's `traceparent`).
+  version: 4,
   relations: ['executions'],
 
   tables: (suffix) => [
@@ -55,6 +60,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
       created_position text collate "C" not null,
       position text collate "C" not null,
       revision integer not null,
+      trace_id text,
       state jsonb not null
     )`,
   ],
@@ -71,7 +77,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
     if (unknown.length > 0) {
       const { rows } = await tx.query<DocumentRow>(
         reusable(
-          `select execution_id, state, position, revision, created_position from ${tables.executions} where execution_id = any($1::text[])`,
+          `select execution_id, state, position, revision, created_position, trace_id from ${tables.executions} where execution_id = any($1::text[])`,
         ),
         [unknown],
       );
@@ -81,6 +87,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
           position: row.position,
           revision: row.revision,
           createdPosition: row.created_position,
+          traceId: row.trace_id,
         });
       }
     }
@@ -93,7 +100,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
     // The decider never lets an event precede ExecutionStarted; nothing to show if one did.
     if (state.status === 'not_started') return;
     const createdPosition = previous?.createdPosition ?? event.position;
-    batch.documents.set(event.executionId, { state, position: event.position, revision: event.revision, createdPosition });
+    const traceId = previous?.traceId ?? (event.type === 'ExecutionStarted' ? traceIdOf(event.metadata['traceparent']) : null);
+    batch.documents.set(event.executionId, { state, position: event.position, revision: event.revision, createdPosition, traceId });
     batch.changed.add(event.executionId);
   }),
 
@@ -106,7 +114,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   },
 };
 
-function toRow(executionId: string, { state, position, revision, createdPosition }: ExecutionDocument) {
+function toRow(executionId: string, { state, position, revision, createdPosition, traceId }: ExecutionDocument) {
   return {
     execution_id: executionId,
     workspace_id: state.workspaceId,
@@ -121,6 +129,7 @@ function toRow(executionId: string, { state, position, revision, createdPosition
     created_position: createdPosition,
     position,
     revision,
+    trace_id: traceId,
     state,
   };
 }
@@ -129,12 +138,12 @@ function toRow(executionId: string, { state, position, revision, createdPosition
 function upsert(tx: SqlTransaction, tables: VersionTables, rows: ReturnType<typeof toRow>[]): void {
   tx.queue(
     reusable(`insert into ${tables.executions} as t (execution_id, workspace_id, workflow_name, workflow_revision, status, cancel_requested,
-       attempt_count, started_at, updated_at, ended_at, created_position, position, revision, state)
+       attempt_count, started_at, updated_at, ended_at, created_position, position, revision, trace_id, state)
      select r.execution_id, r.workspace_id, r.workflow_name, r.workflow_revision, r.status, r.cancel_requested,
-       r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.state
+       r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.trace_id, r.state
      from jsonb_to_recordset($1::jsonb) as r(execution_id text, workspace_id text, workflow_name text, workflow_revision integer,
        status text, cancel_requested boolean, attempt_count integer, started_at timestamptz, updated_at timestamptz,
-       ended_at timestamptz, created_position text, position text, revision integer, state jsonb)
+       ended_at timestamptz, created_position text, position text, revision integer, trace_id text, state jsonb)
      on conflict (execution_id) do update set
        status = excluded.status, cancel_requested = excluded.cancel_requested, attempt_count = excluded.attempt_count,
        updated_at = excluded.updated_at, ended_at = excluded.ended_at, position = excluded.position, revision = excluded.revision,

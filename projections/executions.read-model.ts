@@ -54,14 +54,23 @@ export class ExecutionsReadModel {
   constructor(private readonly sql: SqlQueryable) {}
 
   async get(executionId: string): Promise<ExecutionDocument | null> {
-    const { rows } = await this.sql.query<{ state: StartedExecution; position: string; revision: number; created_position: string }>(
-      'select state, position, revision, created_position from read_models.executions where execution_id = $1',
-      [executionId],
-    );
+    const { rows } = await this.sql.query<{
+      state: StartedExecution;
+      position: string;
+      revision: number;
+      created_position: string;
+      trace_id: string | null;
+    }>('select state, position, revision, created_position, trace_id from read_models.executions where execution_id = $1', [executionId]);
     const row = rows[0];
     return row === undefined
       ? null
-      : { state: row.state, position: row.position, revision: Number(row.revision), createdPosition: row.created_position };
+      : {
+          state: row.state,
+          position: row.position,
+          revision: Number(row.revision),
+          createdPosition: row.created_position,
+          traceId: row.trace_id,
+        };
   }
 
   /** One page, newest first, and the checkpoint it reflects (same statement, same snapshot). */

@@ -13,6 +13,10 @@ import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from
 import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
 import { describeStartFailure, printBanner } from './app/banner.js';
 import { withEmbeddedSecretsKey } from './secrets/infrastructure/secrets-key-file.js';
+import { PrometheusMetrics } from './observability/prometheus-metrics.js';
+import { serveMetrics, type MetricsServer } from './observability/metrics-exposition.js';
+import { storeKindOf } from './observability/measured-event-store.js';
+import { startTracing } from './observability/tracing-sdk.js';
 
 /** Known once the configuration is: a failure to write there or to listen is then told as such. */
 let configForErrors: { dataDir?: string; host?: string } = {};
@@ -25,7 +29,9 @@ async function main(): Promise<void> {
   // SIGHUP re-reads the tokens (docs/operations.md, "Tokens file"); Node's default would end the process.
   let hangup = () => logger.info('SIGHUP: nothing to reload, this process has no tokens loaded');
   process.on('SIGHUP', () => hangup());
-  if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started);
+  // Before anything that makes spans; nothing is loaded unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  const tracing = await startTracing(config.otlpEndpoint, logger);
+  if (config.roles.length === 1 && config.roles[0] === 'worker') return runWorkerOnly(config, logger, started, tracing);
   const tokens = await loadTokens(config, logger);
   hangup = () => void tokens.reloader.reload('SIGHUP');
   if (config.tokensReload === 'watch') tokens.reloader.watch();
@@ -34,6 +40,7 @@ async function main(): Promise<void> {
   // Embedded without FLOSTRA_SECRETS_KEY: the key file in the data directory (made on the first start).
   const appConfig = runsRole(config, 'api') ? await withEmbeddedSecretsKey(config) : config;
   const infra = await openInfrastructure(config, logger);
+  const metrics = new PrometheusMetrics({ store: storeKindOf(infra.store), maxWorkspaces: config.metricsMaxWorkspaces });
   const app = await createApp({
     config: appConfig,
     store: infra.store,
@@ -43,6 +50,7 @@ async function main(): Promise<void> {
     ids: randomIds,
     logger,
     registry,
+    metrics,
   });
 
   if (isEmbedded(config) && devTokens && runsRole(config, 'api')) {
@@ -57,6 +65,7 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
+  const metricsServer = config.metricsPort === null ? null : await serveMetrics(metrics, config.host, config.metricsPort);
 
   let worker: WorkerService | null = null;
   if (workerToken !== null) {
@@ -68,6 +77,7 @@ async function main(): Promise<void> {
       concurrency: config.workerConcurrency,
       egressAllow: config.egressAllow,
       transform: transformLimits(config),
+      metrics,
     });
     await worker.start();
   }
@@ -78,8 +88,10 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('stopping', { signal });
     await worker?.stop();
+    await metricsServer?.close();
     await app.close();
     await infra.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT').catch(stopFailed));
@@ -92,7 +104,12 @@ async function main(): Promise<void> {
  * `FLOSTRA_ROLES=worker` (`npm run worker`): no store and no HTTP server of its own; the worker
  * talks to the api over HTTP and to Kafka only.
  */
-async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => void): Promise<void> {
+async function runWorkerOnly(
+  config: AppConfig,
+  logger: Logger,
+  started: () => void,
+  tracing: { shutdown(): Promise<void> } | null,
+): Promise<void> {
   if (!config.apiUrl || !config.workerToken || !config.kafkaBrokers) {
     throw new ConfigError('FLOSTRA_API_URL, FLOSTRA_WORKER_TOKEN, KAFKA_BROKERS: all required for a worker-only process', [
       'FLOSTRA_API_URL',
@@ -101,6 +118,9 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
     ]);
   }
   const bus = new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra-worker', logger });
+  // Metrics only when they can be scraped: a worker-only process serves no other HTTP.
+  const metrics =
+    config.metricsPort === null ? undefined : new PrometheusMetrics({ store: 'none', maxWorkspaces: config.metricsMaxWorkspaces });
   const worker = createWorker({
     bus,
     apiUrl: config.apiUrl,
@@ -109,17 +129,23 @@ async function runWorkerOnly(config: AppConfig, logger: Logger, started: () => v
     concurrency: config.workerConcurrency,
     egressAllow: config.egressAllow,
     transform: transformLimits(config),
+    metrics,
   });
   await worker.start();
+  let metricsServer: MetricsServer | null = null;
+  if (metrics !== undefined && config.metricsPort !== null) metricsServer = await serveMetrics(metrics, config.host, config.metricsPort);
   const stop = async (signal: string) => {
     logger.info('stopping', { signal });
     await worker.stop();
+    await metricsServer?.close();
     await bus.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop('SIGINT').catch(stopFailed));
   process.once('SIGTERM', () => void stop('SIGTERM').catch(stopFailed));
   process.stdout.write(`Flostra worker ${worker.workerId} is consuming dispatches for ${config.apiUrl}\n`);
+  if (metricsServer !== null) process.stdout.write(`Metrics: ${metricsServer.url}/metrics\n`);
   started();
 }
 

@@ -22,6 +22,7 @@ import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { OpenApiModule } from '../http/openapi/openapi.module.js';
+import { MetricsController } from '../observability/metrics.controller.js';
 import { CoreModule, type CoreDependencies } from './core.module.js';
 import { HealthController } from './health.controller.js';
 
@@ -76,7 +77,8 @@ export class AppModule {
         ...roleModules(deps.config),
         OpenApiModule,
       ],
-      controllers: [HealthController],
+      // GET /metrics here, unless FLOSTRA_METRICS_PORT gives it a listener of its own (main.ts).
+      controllers: deps.config.metricsPort === null ? [HealthController, MetricsController] : [HealthController],
     };
   }
 }

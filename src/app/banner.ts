@@ -1,6 +1,7 @@
 import { isAbsolute, relative } from 'node:path';
 import type { DevTokens } from '../auth/tokens-file.schema.js';
 import { ConfigError } from '../config/config.js';
+import { DependencyUnavailableError } from '../core/errors.js';
 import { DEMO_WORKFLOW_NAME } from './demo-workflow.js';
 
 /** What a person sees after `npm start`: where it listens, the dev tokens, and a first command. */
@@ -88,8 +89,10 @@ const FILE_VERBS: Record<string, string> = {
  * address, server or file the OS refused says which one and why; anything else gives its
  * message's first line. No stack trace: the caller adds it only at LOG_LEVEL=debug.
  */
-export function describeStartFailure(error: unknown, context: { dataDir?: string; host?: string } = {}): StartFailure {
-  if (error instanceof ConfigError) return { lines: [`invalid configuration: ${error.message}`], exitCode: 2 };
+export function describeStartFailure(thrown: unknown, context: { dataDir?: string; host?: string } = {}): StartFailure {
+  if (thrown instanceof ConfigError) return { lines: [`invalid configuration: ${thrown.message}`], exitCode: 2 };
+  // A dependency found down is told by the failure underneath (which server, why).
+  const error = thrown instanceof DependencyUnavailableError && thrown.cause !== undefined ? thrown.cause : thrown;
   // A connection tried on several addresses fails with all of them: the first says enough.
   const sys = (error instanceof AggregateError && error.errors[0] instanceof Error ? error.errors[0] : error) as Partial<SystemError>;
   if (error instanceof Error && typeof sys.code === 'string') {

@@ -6,6 +6,7 @@ import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { BUS, type Bus } from '../core/bus.port.js';
+import { METRICS, NO_METRICS, type Metrics } from '../core/metrics.port.js';
 
 export interface CoreDependencies {
   config: AppConfig;
@@ -15,6 +16,8 @@ export interface CoreDependencies {
   logger: Logger;
   readModelSql: SqlClient;
   bus: Bus;
+  /** What the process's roles measure; createApp makes Prometheus metrics when absent. */
+  metrics?: Metrics;
 }
 
 /** Makes the process's ports injectable everywhere; their lifetimes belong to the bootstrap. */
@@ -30,6 +33,7 @@ export class CoreModule {
       { provide: LOGGER, useValue: deps.logger },
       { provide: READ_MODEL_SQL, useValue: deps.readModelSql },
       { provide: BUS, useValue: deps.bus },
+      { provide: METRICS, useValue: deps.metrics ?? NO_METRICS },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

@@ -93,6 +93,9 @@ describe('loadConfig', () => {
       FLOSTRA_TRANSFORM_TIMEOUT_MS: '250',
       FLOSTRA_TRANSFORM_MEMORY_MB: '128',
       FLOSTRA_TRANSFORM_PROCESSES: '4',
+      FLOSTRA_METRICS_PORT: '9464',
+      FLOSTRA_METRICS_MAX_WORKSPACES: '20',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
       LOG_LEVEL: 'DEBUG',
     });
     expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
@@ -124,6 +127,9 @@ describe('loadConfig', () => {
       transformTimeoutMs: 250,
       transformMemoryMb: 128,
       transformProcesses: 4,
+      metricsPort: 9464,
+      metricsMaxWorkspaces: 20,
+      otlpEndpoint: 'http://127.0.0.1:4318',
       logLevel: 'debug',
     });
     expect(isEmbedded(config)).toBe(false);
@@ -159,6 +165,13 @@ describe('loadConfig', () => {
       ['LOG_LEVEL', 'loud', 'LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"'],
       ['FLOSTRA_API_URL', 'ftp://api', 'FLOSTRA_API_URL: expected an http:// or https:// URL of the api, got "ftp://api"'],
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
+      ['FLOSTRA_METRICS_PORT', '70000', 'FLOSTRA_METRICS_PORT: expected an integer 0-65535, got "70000"'],
+      ['FLOSTRA_METRICS_MAX_WORKSPACES', '10001', 'FLOSTRA_METRICS_MAX_WORKSPACES: expected an integer 0-10000, got "10001"'],
+      [
+        'OTEL_EXPORTER_OTLP_ENDPOINT',
+        'grpc://collector:4317',
+        'OTEL_EXPORTER_OTLP_ENDPOINT: expected an http:// or https:// URL of an OTLP/HTTP collector, got "grpc://collector:4317"',
+      ],
       [
         'FLOSTRA_PROJECTOR_GATHER_MS',
         '10001',

@@ -27,6 +27,9 @@ export const DEFAULT_TRANSFORM_PROCESSES = 2;
 export const DEFAULT_SSE_MAX_STREAMS_PER_TOKEN = 50;
 export const DEFAULT_SSE_MAX_STREAMS = 5_000;
 
+/** Workspaces with metric series of their own (FLOSTRA_METRICS_MAX_WORKSPACES). */
+export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
+
 /** Start-up stops on it; the message names every offending variable. */
 export class ConfigError extends Error {
   constructor(
@@ -206,6 +209,17 @@ const envSchema = z.object({
       ? (keys as SecretKeyBytes[])
       : fail(ctx, `expected a comma-separated list of keys of ${KEY_FORMAT}; entry ${bad + 1} is not one`);
   }),
+  FLOSTRA_METRICS_PORT: optional.transform((raw, ctx) => {
+    if (raw === undefined) return null;
+    const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
+    return port >= 0 && port <= 65535 ? port : fail(ctx, 'expected an integer 0-65535');
+  }),
+  FLOSTRA_METRICS_MAX_WORKSPACES: integer(DEFAULT_METRICS_MAX_WORKSPACES, 0, 10_000),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
+    if (raw === undefined) return null;
+    const scheme = urlScheme(raw);
+    return scheme === 'http:' || scheme === 'https:' ? raw : fail(ctx, 'expected an http:// or https:// URL of an OTLP/HTTP collector');
+  }),
   LOG_LEVEL: optional.transform((raw, ctx) => {
     if (raw === undefined) return 'info';
     const level = raw.toLowerCase();
@@ -267,6 +281,12 @@ function toConfig(env: Env) {
     transformMemoryMb: env.FLOSTRA_TRANSFORM_MEMORY_MB,
     /** Transform evaluator processes of one worker (evaluations running at once). */
     transformProcesses: env.FLOSTRA_TRANSFORM_PROCESSES,
+    /** Where GET /metrics is served on its own (on HOST); null: on the HTTP server of PORT. */
+    metricsPort: env.FLOSTRA_METRICS_PORT,
+    /** Distinct workspaces with series of their own; later ones are counted as `_other`. */
+    metricsMaxWorkspaces: env.FLOSTRA_METRICS_MAX_WORKSPACES,
+    /** Spans are exported over OTLP/HTTP there; null: tracing is off (no SDK is loaded). */
+    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
     logLevel: env.LOG_LEVEL,
   };
 }

@@ -122,6 +122,9 @@ export const INGESTOR_GROUP_ID = 'flostra-ingestor';
  */
 export const MAX_RESULT_MESSAGE_BYTES = 1024 * 1024;
 
+/** Header of a worker result: when the worker produced it, in epoch milliseconds (the ingest lag is measured from it). */
+export const PRODUCED_AT_HEADER = 'flostra-produced-at';
+
 /** Topics of the worker protocol (docs/api.md, "Worker protocol"). */
 export const TOPICS = {
   dispatch: 'flostra.dispatch.v1',

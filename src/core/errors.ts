@@ -107,6 +107,24 @@ export class UnavailableError extends DomainError {
   }
 }
 
+/** What a process may find down: the answer names it, never how it is reached. */
+export type Dependency = 'event_store' | 'postgres' | 'kafka';
+
+/**
+ * A dependency (a database, the broker) cannot be reached or dropped the connection
+ * (`503 unavailable`): the request may be repeated once it is back. Adapters turn their
+ * connection failures into it; every other failure stays what it is.
+ */
+export class DependencyUnavailableError extends UnavailableError {
+  constructor(
+    readonly dependency: Dependency,
+    options?: { cause?: unknown },
+  ) {
+    super(`${dependency.replace('_', ' ')} is unavailable; try again later`);
+    if (options?.cause !== undefined) this.cause = options.cause;
+  }
+}
+
 /** An append whose expected revision did not match the stream. Carries both revisions. */
 export class WrongExpectedRevisionError extends DomainError {
   constructor(

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { OutgoingMessage } from '../core/bus.port.js';
 import { uuidV5 } from '../core/ids.js';
+import { traceMessageHeaders, type TraceHeaders } from '../core/traceparent.js';
 
 /**
  * A dispatch message on `flostra.dispatch.v1` (docs/api.md, "Worker protocol"), keyed by executionId.
@@ -21,6 +22,10 @@ export type DispatchMessage = z.infer<typeof dispatchMessageSchema>;
 /** The same attempt always yields the same messageId, so redelivered dispatches are recognisable. */
 export const dispatchMessageId = (attemptId: string): string => uuidV5(`${attemptId}:dispatch`);
 
-export function toOutgoing(message: DispatchMessage): OutgoingMessage {
-  return { key: message.executionId, value: JSON.stringify(message) };
+/** `headers`: the trace context of the dispatch (W3C `traceparent`), when traced. */
+export function toOutgoing(message: DispatchMessage, trace?: TraceHeaders): OutgoingMessage {
+  const value = JSON.stringify(message);
+  return trace?.traceparent === undefined
+    ? { key: message.executionId, value }
+    : { key: message.executionId, value, headers: traceMessageHeaders(trace) };
 }

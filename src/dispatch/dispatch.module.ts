@@ -3,6 +3,7 @@ import { BUS, type Bus } from '../core/bus.port.js';
 import { CLOCK, type Clock } from '../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
+import { METRICS, type Metrics } from '../core/metrics.port.js';
 import { CheckpointStore } from '../postgres/checkpoint-store.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './application/dispatcher.js';
@@ -31,11 +32,13 @@ export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
     @Inject(READ_MODEL_SQL) private readonly sql: SqlClient,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(METRICS) private readonly metrics: Metrics,
   ) {}
 
   async onModuleInit(): Promise<void> {
     const logger = this.logger.child({ component: 'dispatcher' });
-    this.dispatcher = await createDispatcher({ store: this.store, bus: this.bus, sql: this.sql, clock: this.clock, logger });
+    const { store, bus, sql, clock, metrics } = this;
+    this.dispatcher = await createDispatcher({ store, bus, sql, clock, logger, metrics });
     await this.dispatcher.start();
     logger.info('dispatcher started');
   }
@@ -46,6 +49,6 @@ export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
   }
 }
 
-/** Needs the global EVENT_STORE, BUS, READ_MODEL_SQL, CLOCK and LOGGER providers. */
+/** Needs the global EVENT_STORE, BUS, READ_MODEL_SQL, CLOCK, LOGGER and METRICS providers. */
 @Module({ providers: [DispatcherProcess] })
 export class DispatchModule {}

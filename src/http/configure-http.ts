@@ -4,6 +4,8 @@ import { authenticateOnArrival } from '../auth/authenticate-on-arrival.js';
 import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
 import type { AppConfig } from '../config/config.js';
 import { createLogger, NestLoggerAdapter, type Logger } from '../core/logger.js';
+import { METRICS, type Metrics } from '../core/metrics.port.js';
+import { httpMetrics, TracingInterceptor } from './http-observability.js';
 import { emptyBodyAsObject, readJsonBody, rejectUnstorableJson } from './json-body.js';
 import { ProblemFilter } from './problem.filter.js';
 import { requestLogging } from './request-logging.js';
@@ -15,7 +17,7 @@ export type HttpShellConfig = Pick<
 
 /**
  * Installs the HTTP shell on a Nest app, before `init()`/`listen()`: JSON logs (Nest's too),
- * request logging, authentication on arrival, the JSON-only body reader limited to
+ * request metrics and spans, request logging, authentication on arrival, the JSON-only body reader limited to
  * FLOSTRA_MAX_BODY_BYTES and FLOSTRA_HTTP_BODY_TIMEOUT_MS, the server's header and request
  * timeouts, and the problem+json filter. `x-powered-by` is off.
  *
@@ -34,13 +36,16 @@ export function configureHttp(
   app.disable('x-powered-by');
   limitSlowRequests(app.getHttpServer(), config);
   const registry = tokenRegistryOf(app);
+  const metrics = metricsOf(app);
   // Order matters: Express runs these in turn, before any route.
+  if (metrics !== null) app.use(httpMetrics(metrics));
   app.use(requestLogging(httpLogger));
   if (registry !== null) app.use(authenticateOnArrival(registry));
   app.use(readJsonBody({ limitBytes: config.maxBodyBytes, timeoutMs: config.httpBodyTimeoutMs, authenticatedOnly: registry !== null }));
   app.use(rejectUnstorableJson);
   app.use(emptyBodyAsObject);
   app.useGlobalFilters(new ProblemFilter(httpLogger));
+  app.useGlobalInterceptors(new TracingInterceptor());
 }
 
 /**
@@ -59,6 +64,15 @@ function limitSlowRequests(server: Server, config: HttpShellConfig): void {
     Math.max(50, Math.floor(Math.min(config.httpHeadersTimeoutMs, config.httpRequestTimeoutMs) / 4)),
   );
   server.on('checkContinue', (request, response) => server.emit('request', request, response));
+}
+
+/** The app's metrics, or null for an app built without them (it counts no request). */
+function metricsOf(app: NestExpressApplication): Metrics | null {
+  try {
+    return app.get<Metrics>(METRICS, { strict: false });
+  } catch {
+    return null;
+  }
 }
 
 /** The app's TokenRegistry, or null for an app without AuthModule (it authenticates nothing). */

@@ -1,10 +1,12 @@
 import { Inject, Injectable, Module, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { BUS, type Bus } from '../core/bus.port.js';
+import { BUS, INGESTOR_GROUP_ID, TOPICS, type Bus } from '../core/bus.port.js';
 import { CLOCK, type Clock } from '../core/clock.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../core/ids.js';
 import { LOGGER, type Logger } from '../core/logger.js';
+import { METRICS, type Metrics } from '../core/metrics.port.js';
 import { ExecutionStreams } from '../executions/application/execution-streams.js';
 import { ExecutionStreamsModule } from '../executions/execution-streams.module.js';
+import { reportConsumerLag } from '../observability/lag-sources.js';
 import { Ingestor } from './application/ingestor.js';
 import { ResultIngestor } from './application/result-ingestor.js';
 
@@ -12,6 +14,7 @@ import { ResultIngestor } from './application/result-ingestor.js';
 @Injectable()
 export class IngestorProcess implements OnModuleInit, OnModuleDestroy {
   private ingestor: Ingestor | null = null;
+  private stopReportingLag: () => void = () => undefined;
 
   constructor(
     @Inject(BUS) private readonly bus: Bus,
@@ -19,17 +22,21 @@ export class IngestorProcess implements OnModuleInit, OnModuleDestroy {
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly executions: ExecutionStreams,
+    @Inject(METRICS) private readonly metrics: Metrics,
   ) {}
 
   async onModuleInit(): Promise<void> {
     const logger = this.logger.child({ component: 'ingestor' });
-    const results = new ResultIngestor({ executions: this.executions, bus: this.bus, clock: this.clock, ids: this.ids, logger });
+    const { executions, bus, clock, ids, metrics } = this;
+    const results = new ResultIngestor({ executions, bus, clock, ids, logger, metrics });
     this.ingestor = new Ingestor({ bus: this.bus, results, logger });
     await this.ingestor.start();
+    this.stopReportingLag = reportConsumerLag(metrics, bus, INGESTOR_GROUP_ID, TOPICS.results);
     logger.info('ingestor started');
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.stopReportingLag();
     await this.ingestor?.stop();
     this.ingestor = null;
   }

@@ -4,6 +4,7 @@ import { hasWorkspaceRole, requireWorkspaceRole, type Principal } from '../auth/
 import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
 import { EVENT_STORE, type EventStore, type Position } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
+import { METRICS, type Metrics } from '../core/metrics.port.js';
 import { TIMELINE_READER, type TimelineReader } from '../core/timeline.port.js';
 import { ValidationFailedError } from '../core/errors.js';
 import { ExecutionStreams } from '../executions/application/execution-streams.js';
@@ -68,12 +69,17 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     @Inject(LiveSettings) private readonly settings: LiveSettings,
     @Inject(ExecutionStreams) private readonly executions: ExecutionStreams,
     @Inject(LOGGER) logger: Logger,
+    @Inject(METRICS) private readonly metrics: Metrics,
   ) {
     this.log = logger.child({ component: 'live' });
   }
 
   onModuleInit(): void {
-    this.stopListening = [this.registry.onChange(() => this.reauthorizeAll()), this.settings.onTune(() => this.scheduleTick())];
+    this.stopListening = [
+      this.registry.onChange(() => this.reauthorizeAll()),
+      this.settings.onTune(() => this.scheduleTick()),
+      this.metrics.sseConnections(() => this.connections.size),
+    ];
     this.scheduleTick();
   }
 
@@ -180,7 +186,9 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     res.setHeader('Content-Type', 'text/event-stream');
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Accel-Buffering', 'no');
-    res.write(preambleFrame(options.retryMs));
+    const preamble = preambleFrame(options.retryMs);
+    res.write(preamble);
+    this.metrics.sseBytesSent(Buffer.byteLength(preamble));
     const connection = new SseConnection({
       output: res,
       principal,
@@ -188,6 +196,7 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
       topic,
       cursor,
       options: () => this.settings.current,
+      onSent: (bytes) => this.metrics.sseBytesSent(bytes),
       onClosed: (closed, reason) => {
         slot.release();
         this.forget(closed, reason);

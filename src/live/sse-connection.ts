@@ -37,6 +37,8 @@ export interface SseConnectionInit {
   /** Everything strictly after this position is sent (null: from the first event). */
   cursor: Position | null;
   options: () => Readonly<LiveOptions>;
+  /** Told the size of every chunk handed to the socket (for metrics). */
+  onSent?: (bytes: number) => void;
   onClosed: (connection: SseConnection, reason: CloseReason) => void;
 }
 
@@ -149,6 +151,7 @@ export class SseConnection implements LiveSink {
   }
 
   private write(chunk: string | Buffer): void {
+    this.init.onSent?.(typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length);
     // false: Node buffered the chunk but the socket is full; write no more until 'drain'.
     if (this.init.output.write(chunk) || this.fullSince !== null) return;
     this.fullSince = Date.now();

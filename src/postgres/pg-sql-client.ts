@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { AdvisoryLocks } from './advisory-locks.js';
+import { asUnavailable } from './connection-failure.js';
 import { PgSignalConnection } from './pg-signal-connection.js';
 import {
   sqlErrorInfo,
@@ -36,9 +37,14 @@ export class PgSqlClient implements SqlClient {
     return new AdvisoryLocks(this.pool);
   }
 
+  /** A connection failure rejects with DependencyUnavailableError (503), as in `transaction`. */
   async query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {
-    const result = await this.pool.query(queryConfig(sql, params));
-    return { rows: result.rows as T[] };
+    try {
+      const result = await this.pool.query(queryConfig(sql, params));
+      return { rows: result.rows as T[] };
+    } catch (error) {
+      throw asUnavailable(error);
+    }
   }
 
   /**
@@ -48,6 +54,14 @@ export class PgSqlClient implements SqlClient {
    * COMMIT with the queued last ones, so a read-then-write transaction takes two round trips.
    */
   async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    try {
+      return await this.pipelinedTransaction(fn, options);
+    } catch (error) {
+      throw asUnavailable(error);
+    }
+  }
+
+  private async pipelinedTransaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
     const client = (await this.pool.connect()) as PipelinedClient;
     client.pipeline = true;
     // Every statement sent, as a promise that never rejects; answers come in the order sent, so

@@ -9,6 +9,8 @@ import {
 } from '@nestjs/common';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
+import { METRICS, type Metrics, type ProjectionLagSample } from '../core/metrics.port.js';
+import { readCatalog } from './projection-catalog.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import type { AnyProjectionDefinition } from './projection-definition.js';
 import { ProjectionSignals } from './projection-signals.js';
@@ -33,21 +35,49 @@ export interface ProjectorModuleOptions {
 /** Starts the projector after the app is up and stops it (then the wake-ups) before the ports close. */
 @Injectable()
 class ProjectorLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  private stopReportingLag: () => void = () => undefined;
+
   constructor(
     @Inject(Projector) private readonly projector: Projector,
     @Inject(ProjectionSignals) private readonly signals: ProjectionSignals,
     @Inject(PROJECTOR_RUNS) private readonly runs: boolean,
+    @Inject(METRICS) private readonly metrics: Metrics,
+    @Inject(READ_MODEL_SQL) private readonly sql: SqlClient,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(PROJECTION_DEFINITIONS) private readonly definitions: readonly AnyProjectionDefinition[],
   ) {}
 
   onApplicationBootstrap(): void {
-    if (this.runs) this.projector.start();
+    if (!this.runs) return;
+    this.projector.start();
+    this.stopReportingLag = this.metrics.projectionLag(() => this.lag());
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopReportingLag();
     await this.projector.stop();
     await this.signals.close();
   }
+
+  /** How far each live read model is behind the log: events after its checkpoint (up to 1000) and the age of the first. */
+  private async lag(): Promise<ProjectionLagSample[]> {
+    const catalog = await readCatalog(this.sql);
+    const samples: ProjectionLagSample[] = [];
+    for (const definition of this.definitions) {
+      const entry = catalog.get(definition.name);
+      const live = entry?.versions.find((v) => v.version === entry.liveVersion);
+      if (live === undefined) continue;
+      const behind = await this.store.readAll({ after: live.position, maxCount: LAG_SCAN_LIMIT });
+      const oldest = behind[0];
+      const seconds = oldest === undefined ? 0 : Math.max(0, (Date.now() - Date.parse(oldest.recordedAt)) / 1000);
+      samples.push({ readModel: definition.name, events: behind.length, seconds });
+    }
+    return samples;
+  }
 }
+
+/** Events counted behind a read model per scrape, at most. */
+const LAG_SCAN_LIMIT = 1_000;
 
 /**
  * Read models: the projector over the definitions it is given (run here or elsewhere), the

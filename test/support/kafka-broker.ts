@@ -21,9 +21,10 @@ export interface KafkaBroker {
   logFile?: string;
   /**
    * Stops the broker process and starts it again on the same data dir and ports, then waits
-   * until it answers. `hard` kills it (SIGKILL) instead of a clean shutdown.
+   * until it answers. `hard` kills it (SIGKILL) instead of a clean shutdown; `whileDown` runs
+   * between the stop and the start.
    */
-  restart(options?: { hard?: boolean }): Promise<void>;
+  restart(options?: { hard?: boolean; whileDown?: () => Promise<void> }): Promise<void>;
   /** Stops the broker and deletes its data. */
   stop(): Promise<void>;
 }
@@ -119,9 +120,13 @@ export async function startKafkaBroker(options: StartKafkaBrokerOptions = {}): P
         brokers,
         owned: true,
         logFile,
-        async restart({ hard = false } = {}) {
+        async restart({ hard = false, whileDown } = {}) {
           await stopProcess(child, hard ? 'SIGKILL' : 'SIGTERM');
-          await waitUntilReady(launch(), brokers, startTimeoutMs, logFile);
+          try {
+            await whileDown?.();
+          } finally {
+            await waitUntilReady(launch(), brokers, startTimeoutMs, logFile);
+          }
         },
         async stop() {
           process.off('exit', onExit);

@@ -14,7 +14,17 @@ export interface PostgresServer {
   url: string;
   /** Whether this process started the server (false when reusing FLOSTRA_TEST_DATABASE_URL). */
   owned: boolean;
+  /**
+   * Stops the server (fast shutdown: open connections are cut), runs `whileDown`, then starts
+   * it again on the same data and port. Only for a server this process started.
+   */
+  restart(options?: { whileDown?: () => Promise<void> }): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface StartPostgresServerOptions {
+  /** Use FLOSTRA_TEST_DATABASE_URL when set (default true). A test that stops the server needs its own. */
+  reuseExisting?: boolean;
 }
 
 const POSTGRES_ROOT = '/usr/lib/postgresql';
@@ -25,9 +35,18 @@ const POSTGRES_ROOT = '/usr/lib/postgresql';
  * named by FLOSTRA_TEST_DATABASE_URL when set. Throws when it cannot start: a suite that
  * needs Postgres must fail loudly, never pass by skipping.
  */
-export async function startPostgresServer(): Promise<PostgresServer> {
+export async function startPostgresServer(startOptions: StartPostgresServerOptions = {}): Promise<PostgresServer> {
   const existing = process.env[TEST_DATABASE_URL_ENV];
-  if (existing !== undefined && existing !== '') return { url: existing, owned: false, stop: async () => undefined };
+  if ((startOptions.reuseExisting ?? true) && existing !== undefined && existing !== '') {
+    return {
+      url: existing,
+      owned: false,
+      restart: async () => {
+        throw new Error(`cannot restart the server named by ${TEST_DATABASE_URL_ENV}: start one with { reuseExisting: false }`);
+      },
+      stop: async () => undefined,
+    };
+  }
 
   const bin = findPostgresBin();
   const root = mkdtempSync(join(tmpdir(), 'flostra-pg-'));
@@ -62,6 +81,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
         continue; // most likely the port was taken between probing and binding
       }
       const stop = () => run('pg_ctl', ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
+      const start = () =>
+        run('pg_ctl', ['-D', dataDir, '-l', join(root, 'server.log'), '-w', '-t', '60', '-o', options.join(' '), 'start']);
       // Best effort when the run is interrupted: never leave a server behind.
       const onExit = () => {
         try {
@@ -75,6 +96,14 @@ export async function startPostgresServer(): Promise<PostgresServer> {
       return {
         url: `postgres://postgres@127.0.0.1:${port}/postgres`,
         owned: true,
+        restart: async ({ whileDown } = {}) => {
+          stop();
+          try {
+            await whileDown?.();
+          } finally {
+            start();
+          }
+        },
         stop: async () => {
           process.off('exit', onExit);
           stop();

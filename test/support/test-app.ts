@@ -23,6 +23,7 @@ import type { ProjectorOptions } from '../../src/projector/projector.js';
 import { ReadConsistency } from '../../src/projector/read-consistency.js';
 import { PROJECTION_DEFINITIONS } from '../../projections/projections.registry.js';
 import { enableResponseChecks, type ResponseViolation } from '../../src/http/openapi/response-checks.js';
+import { METRICS } from '../../src/core/metrics.port.js';
 
 export type StoreKind = 'pglite' | 'postgres' | 'kurrentdb';
 export const STORE_KINDS: StoreKind[] = ['pglite', 'postgres'];
@@ -171,6 +172,8 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
       concurrency: settings.concurrency ?? 4,
       egressAllow: settings.egressAllow ?? [],
       transform: transformLimits(config),
+      // The app's own metrics, as main.ts gives a worker that shares its process.
+      metrics: app.get(METRICS),
     });
     await worker.start();
   }

@@ -1,8 +1,10 @@
-import { type Bus, TOPICS } from '../../core/bus.port.js';
+import { type Bus, type OutgoingMessage, TOPICS } from '../../core/bus.port.js';
 import { runTicker } from '../../core/ticker.js';
 import type { Clock } from '../../core/clock.port.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { Logger } from '../../core/logger.js';
+import { NO_METRICS, type Metrics } from '../../core/metrics.port.js';
+import { contextFrom, failSpan, type Span, SpanKind, startSpan, traceHeadersOfSpan } from '../../observability/tracing.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 import type { ExecutionEventOf } from '../../executions/domain/execution.events.js';
 import {
@@ -30,6 +32,8 @@ export interface DispatcherDeps {
   unclaimed?: UnclaimedDispatches;
   clock: Clock;
   logger: Logger;
+  /** Dispatch lag is measured here (`flostra_dispatch_lag_seconds`). */
+  metrics?: Pick<Metrics, 'dispatched'>;
 }
 
 export interface DispatcherOptions {
@@ -68,7 +72,10 @@ export class Dispatcher {
     await this.deps.bus.ensureTopics([{ topic: TOPICS.dispatch, partitions: this.options.partitions }]);
     const resend = (await this.deps.unclaimed?.all()) ?? [];
     if (resend.length > 0) {
-      await this.deps.bus.publish(TOPICS.dispatch, resend.map(toOutgoing));
+      await this.deps.bus.publish(
+        TOPICS.dispatch,
+        resend.map((message) => toOutgoing(message)),
+      );
       this.deps.logger.info('sent unclaimed dispatches again after a restart', { count: resend.length });
     }
     this.subscription = startCheckpointedSubscription({
@@ -98,14 +105,29 @@ export class Dispatcher {
     const due: DispatchMessage[] = [];
     const later: DispatchMessage[] = [];
     const left: string[] = [];
+    // Per due dispatch: when its AttemptScheduled was appended, and its span (a child of the
+    // command's trace, which the event's metadata carries) whose context its headers carry.
+    const sent: { recordedAt: number; span: Span }[] = [];
+    const outgoing: OutgoingMessage[] = [];
     for (const recorded of batch) {
       if (LEFT_THE_QUEUE.has(recorded.type)) left.push((recorded.data as { attemptId: string }).attemptId);
       if (recorded.type !== 'AttemptScheduled') continue;
       const event = parseExecutionEvent(recorded) as ExecutionEventOf<'AttemptScheduled'>;
       const message = await this.messageOf(recorded, event.data);
-      (Date.parse(message.notBefore) > now ? later : due).push(message);
+      if (Date.parse(message.notBefore) > now) {
+        later.push(message);
+        continue;
+      }
+      const span = startSpan('dispatch', {
+        kind: SpanKind.PRODUCER,
+        parent: contextFrom(recorded.metadata),
+        attributes: { 'flostra.execution_id': message.executionId, 'flostra.attempt_id': message.attemptId },
+      });
+      due.push(message);
+      sent.push({ recordedAt: Date.parse(recorded.recordedAt), span });
+      outgoing.push(toOutgoing(message, traceHeadersOfSpan(span)));
     }
-    if (due.length > 0) await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
+    if (outgoing.length > 0) await this.publishTraced(outgoing, sent);
     const last = batch[batch.length - 1];
     if (last === undefined) return;
     // Dispatches the broker acked need no prompt checkpoint: after a crash they are sent again,
@@ -137,13 +159,40 @@ export class Dispatcher {
     for (;;) {
       const due = await this.deps.schedule.due(this.deps.clock.now(), this.options.scheduleBatchSize);
       if (due.length === 0) return published;
-      await this.deps.bus.publish(TOPICS.dispatch, due.map(toOutgoing));
+      await this.deps.bus.publish(
+        TOPICS.dispatch,
+        due.map((message) => toOutgoing(message)),
+      );
+      const acked = Date.now();
+      for (const message of due) this.metrics.dispatched((acked - Date.parse(message.notBefore)) / 1000);
       // Recorded as unclaimed, then deleted, only after the ack: a crash in between publishes
       // them again, never loses them.
       if (this.deps.unclaimed) await this.deps.sql.transaction((tx) => this.deps.unclaimed!.add(due, tx));
       await this.deps.schedule.remove(due.map((m) => m.messageId));
       published += due.length;
       if (due.length < this.options.scheduleBatchSize) return published;
+    }
+  }
+
+  private get metrics(): Pick<Metrics, 'dispatched'> {
+    return this.deps.metrics ?? NO_METRICS;
+  }
+
+  /** Publishes dispatches; their spans end with the broker's answer, their lag is measured at its ack. */
+  private async publishTraced(outgoing: OutgoingMessage[], sent: readonly { recordedAt: number; span: Span }[]): Promise<void> {
+    try {
+      await this.deps.bus.publish(TOPICS.dispatch, outgoing);
+    } catch (error) {
+      for (const { span } of sent) {
+        failSpan(span, error);
+        span.end();
+      }
+      throw error;
+    }
+    const acked = Date.now();
+    for (const { recordedAt, span } of sent) {
+      this.metrics.dispatched((acked - recordedAt) / 1000);
+      span.end();
     }
   }
 

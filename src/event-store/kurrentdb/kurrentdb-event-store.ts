@@ -70,6 +70,8 @@ export interface KurrentDbSubscribeOptions extends SubscribeOptions {
  * subscriptions are filtered on the server by stream prefix.
  */
 export class KurrentDbEventStore implements EventStore {
+  /** Which store this is, for metrics. */
+  readonly kind = 'kurrentdb';
   private readonly maxAppendSize: number;
   private readonly defaultBatchSize: number;
   private readonly checkpointIntervalMultiplier: number;

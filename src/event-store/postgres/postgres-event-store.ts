@@ -90,6 +90,11 @@ export class PostgresEventStore implements EventStore {
   private readonly stopHearingWrites: () => void;
   private readonly appends: AppendBatcher;
 
+  /** Which store this is, for metrics: Postgres over node-postgres, or embedded PGlite. */
+  get kind(): 'postgres' | 'pglite' {
+    return this.client.inProcess === true ? 'pglite' : 'postgres';
+  }
+
   constructor(
     private readonly client: SqlClient,
     private readonly options: PostgresEventStoreOptions = {},

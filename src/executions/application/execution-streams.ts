@@ -1,15 +1,18 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CLOCK, type Clock } from '../../core/clock.port.js';
 import { type BatchOutcome, type CommandInput, type CommandOutcome, handleCommand, handleCommands } from '../../core/command-handler.js';
 import { NotFoundError } from '../../core/errors.js';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../../core/ids.js';
+import { METRICS, NO_METRICS, type Metrics } from '../../core/metrics.port.js';
 import { StreamStateCache } from '../../core/stream-state-cache.js';
+import { currentTraceHeaders } from '../../observability/tracing.js';
 import type { ExecutionCommand } from '../domain/execution.commands.js';
 import type { ExecutionEvent } from '../domain/execution.events.js';
 import { EXECUTION_SCHEMA_VERSION, executionStreamId, parseExecutionEvent } from '../domain/execution-event.parser.js';
 import { executionDecider } from '../domain/execution.decider.js';
 import { type ExecutionState, type StartedExecution } from '../domain/execution.state.js';
+import { recordExecutionFacts } from './execution-metrics.js';
 
 export type ExecutionOutcome = CommandOutcome<ExecutionEvent, ExecutionState>;
 export type ExecutionBatchOutcome = BatchOutcome<ExecutionEvent, ExecutionState>;
@@ -30,18 +33,21 @@ export class ExecutionStreams {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CLOCK) readonly clock: Clock,
     @Inject(ID_GENERATOR) readonly ids: IdGenerator,
+    @Optional() @Inject(METRICS) private readonly metrics: Metrics = NO_METRICS,
   ) {}
 
   /**
    * `eventIds` makes the ids of the appended events deterministic (a retry must not add a second
    * fact); `newStream` skips the read of a stream whose id was just made at random.
    */
-  handle(
+  async handle(
     executionId: string,
     command: ExecutionCommandInput,
     options: { eventIds?: (index: number) => string; newStream?: boolean } = {},
   ): Promise<ExecutionOutcome> {
-    return handleCommand({ ...this.options(executionId, options.eventIds), command, assumeNewStream: options.newStream });
+    const outcome = await handleCommand({ ...this.options(executionId, options.eventIds), command, assumeNewStream: options.newStream });
+    if (outcome.appended !== null) recordExecutionFacts(this.metrics, outcome.events, outcome.state);
+    return outcome;
   }
 
   /**
@@ -49,8 +55,10 @@ export class ExecutionStreams {
    * decided on the state the previous ones left; one the domain refuses gets its verdict and
    * writes nothing, the others commit together.
    */
-  handleBatch(executionId: string, commands: ExecutionCommandInput[]): Promise<ExecutionBatchOutcome> {
-    return handleCommands({ ...this.options(executionId), commands });
+  async handleBatch(executionId: string, commands: ExecutionCommandInput[]): Promise<ExecutionBatchOutcome> {
+    const outcome = await handleCommands({ ...this.options(executionId), commands });
+    if (outcome.appended !== null) recordExecutionFacts(this.metrics, outcome.events, outcome.state);
+    return outcome;
   }
 
   private options(executionId: string, eventId?: (index: number) => string) {
@@ -61,11 +69,13 @@ export class ExecutionStreams {
       parseEvent: parseExecutionEvent,
       eventId: eventId ?? (() => this.ids.uuid()),
       // The owning workspace rides on every event, so readers of the global log can route and
-      // authorize without folding the stream; the actor is whoever sent the command.
+      // authorize without folding the stream; the actor is whoever sent the command; the trace
+      // context of the command (when traced) lets the dispatch continue its trace.
       metadata: (state: ExecutionState, command: ExecutionCommand) => ({
         schemaVersion: EXECUTION_SCHEMA_VERSION,
         actor: command.metadata.actor,
         ...(state.status === 'not_started' ? {} : { workspaceId: state.workspaceId, executionId: state.executionId }),
+        ...currentTraceHeaders(),
       }),
       cache: this.cache,
     };

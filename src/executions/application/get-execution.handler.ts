@@ -7,7 +7,7 @@ import { ReadConsistency, type ReadRequirement } from '../../projector/read-cons
 import { executionStreamId } from '../domain/execution-event.parser.js';
 import { toView } from './execution.views.js';
 
-export class GetExecutionQuery extends Query<ReturnType<typeof toView>> {
+export class GetExecutionQuery extends Query<ReturnType<typeof toView> & { traceId: string | null }> {
   constructor(
     readonly principal: Principal,
     readonly executionId: string,
@@ -39,6 +39,6 @@ export class GetExecutionHandler implements IQueryHandler<GetExecutionQuery> {
     );
     if (document === null) throw new NotFoundError('execution not found');
     requireWorkspaceRole(principal, document.state.workspaceId, 'viewer', 'execution not found');
-    return toView(document.state, document.position);
+    return { ...toView(document.state, document.position), traceId: document.traceId };
   }
 }

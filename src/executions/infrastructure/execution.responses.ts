@@ -81,6 +81,11 @@ export const executionViewSchema = z
     updatedAt: timestampField,
     endedAt: nullableTimestamp,
     position: positionField.meta({ description: 'The last event this view reflects.' }),
+    traceId: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/)
+      .nullable()
+      .meta({ description: 'The OpenTelemetry trace of the start (W3C trace id), or null when it was not traced.' }),
   })
   .meta({ id: 'ExecutionView' });
 

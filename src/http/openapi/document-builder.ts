@@ -178,6 +178,8 @@ function successResponse(response: RouteResponse) {
           },
         },
       };
+    case 'text':
+      return { description: response.description, content: { [response.contentType]: { schema: { type: 'string' as const } } } };
   }
 }
 

@@ -71,6 +71,15 @@ export class ResponseContractChecks implements NestInterceptor {
     }
     if (declared.kind === 'event-stream')
       return this.violate(response, { route, status, detail: 'an event stream was declared, but the handler returned', issues: [] });
+    if (declared.kind === 'text') {
+      if (typeof value === 'string') return value;
+      return this.violate(response, {
+        route,
+        status,
+        detail: `status ${status} is declared as text, but the handler returned no string`,
+        issues: [],
+      });
+    }
     if (declared.kind === 'empty') {
       if (value === undefined || value === null || value === '') return value;
       return this.violate(response, {

@@ -55,11 +55,14 @@ export type RouteResponse =
   | { readonly kind: 'json'; readonly description: string; readonly schema: z.ZodType }
   | { readonly kind: 'empty'; readonly description: string }
   /** Server-Sent Events: `schema` is the JSON of each event's `data:` line. */
-  | { readonly kind: 'event-stream'; readonly description: string; readonly schema: z.ZodType };
+  | { readonly kind: 'event-stream'; readonly description: string; readonly schema: z.ZodType }
+  /** A text body of another format than JSON (the Prometheus exposition). */
+  | { readonly kind: 'text'; readonly description: string; readonly contentType: string };
 
 export const json = (description: string, schema: z.ZodType): RouteResponse => ({ kind: 'json', description, schema });
 export const empty = (description: string): RouteResponse => ({ kind: 'empty', description });
 export const eventStream = (description: string, schema: z.ZodType): RouteResponse => ({ kind: 'event-stream', description, schema });
+export const text = (description: string, contentType: string): RouteResponse => ({ kind: 'text', description, contentType });
 
 export const PUBLIC: RouteAccess = { kind: 'public' };
 export const workspaceRole = (role: WorkspaceRole, of: 'path' | 'resource'): RouteAccess => ({ kind: 'workspace', role, of });

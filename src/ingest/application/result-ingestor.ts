@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { workerActor } from '../../core/actors.js';
-import { type Bus, type IncomingMessage, TOPICS } from '../../core/bus.port.js';
+import { type Bus, type IncomingMessage, PRODUCED_AT_HEADER, TOPICS } from '../../core/bus.port.js';
 import type { Clock } from '../../core/clock.port.js';
 import { DomainError } from '../../core/errors.js';
 import type { IdGenerator } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
+import { NO_METRICS, type Metrics } from '../../core/metrics.port.js';
+import { contextFrom, inSpan, type Link, linkTo, SpanKind } from '../../observability/tracing.js';
 import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
 import { LruSet } from './lru-set.js';
@@ -16,6 +18,8 @@ export interface ResultIngestorDeps {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
+  /** The ingest lag is measured here. */
+  metrics?: Pick<Metrics, 'ingested'>;
 }
 
 export interface ResultIngestorOptions {
@@ -94,19 +98,39 @@ export class ResultIngestor {
     if (failures.length > 0) throw failures[0];
   }
 
-  /** One execution's results as one append; each refused result becomes a dead letter. */
+  /**
+   * One execution's results as one append; each refused result becomes a dead letter. The append
+   * runs in a span that continues the trace of the group's last result (the others are linked),
+   * so the events it appends carry that trace on.
+   */
   private async recordGroup(group: { message: IncomingMessage; result: ResultMessage }[]): Promise<void> {
     const executionId = group[0].result.executionId;
-    const outcome = await this.withRetry('recording worker results', () =>
-      this.deps.executions.handleBatch(
-        executionId,
-        group.map(
-          ({ result }) =>
-            () =>
-              this.commandOf(result),
+    const last = group[group.length - 1];
+    const links = group.slice(0, -1).flatMap(({ message }) => linkTo(message.headers) ?? ([] as Link[]));
+    const attributes = { 'flostra.execution_id': executionId, 'flostra.results': group.length, 'flostra.result_kind': last.result.kind };
+    const outcome = await inSpan(
+      'ingest results',
+      { kind: SpanKind.CONSUMER, parent: contextFrom(last.message.headers), links, attributes },
+      () =>
+        this.withRetry('recording worker results', () =>
+          this.deps.executions.handleBatch(
+            executionId,
+            group.map(
+              ({ result }) =>
+                () =>
+                  this.commandOf(result),
+            ),
+          ),
         ),
-      ),
     );
+    if (outcome.appended !== null) {
+      const appended = Date.now();
+      const metrics = this.deps.metrics ?? NO_METRICS;
+      for (const { message } of group) {
+        const produced = Number(message.headers[PRODUCED_AT_HEADER]);
+        if (Number.isFinite(produced) && produced > 0) metrics.ingested((appended - produced) / 1000);
+      }
+    }
     for (const [index, verdict] of outcome.verdicts.entries()) {
       if (!('rejected' in verdict)) continue;
       const { code, message } = verdict.rejected;

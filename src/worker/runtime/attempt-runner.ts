@@ -1,5 +1,7 @@
 import type { Bus } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
+import { NO_METRICS, type Metrics } from '../../core/metrics.port.js';
+import { type Context, inSpan, SpanKind } from '../../observability/tracing.js';
 import { runDag } from '../dag/dag-runner.js';
 import type { ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
@@ -25,6 +27,8 @@ export interface AttemptRunnerOptions {
   nodeConcurrency: number;
   /** Tells lingering attempts that the ingestor handled their results (see LeaseKeeper.linger). */
   ingestWatch?: IngestWatch;
+  /** Attempt and node durations are measured here. */
+  metrics?: Pick<Metrics, 'attemptRan' | 'nodeRan'>;
 }
 
 export type AttemptEnd = 'not_claimed' | 'succeeded' | 'failed' | 'cancelled' | 'suspended' | 'lease_lost';
@@ -38,11 +42,30 @@ export class AttemptRunner {
   /** Node outputs too large for their result message fail their node (promise 6, docs/architecture.md). */
   private readonly executeNode: ExecuteNode;
 
+  private readonly metrics: Pick<Metrics, 'attemptRan' | 'nodeRan'>;
+
   constructor(private readonly options: AttemptRunnerOptions) {
     this.executeNode = limitNodeOutputs(options.executeNode);
+    this.metrics = options.metrics ?? NO_METRICS;
   }
 
-  async run(dispatch: DispatchMessage): Promise<AttemptEnd> {
+  /**
+   * Runs the attempt in a span that continues the dispatch's trace (`parent`, from the dispatch
+   * message's headers): the claim, every node and every result descend from it.
+   */
+  async run(dispatch: DispatchMessage, parent?: Context): Promise<AttemptEnd> {
+    const started = performance.now();
+    const attributes = { 'flostra.execution_id': dispatch.executionId, 'flostra.attempt_id': dispatch.attemptId };
+    const end = await inSpan('attempt', { kind: SpanKind.CONSUMER, parent, attributes }, async (span) => {
+      const ended = await this.runAttempt(dispatch);
+      span.setAttribute('flostra.attempt_end', ended);
+      return ended;
+    });
+    if (end !== 'not_claimed') this.metrics.attemptRan(end, (performance.now() - started) / 1000);
+    return end;
+  }
+
+  private async runAttempt(dispatch: DispatchMessage): Promise<AttemptEnd> {
     const { client, workerId, logger } = this.options;
     // Promise 12 (docs/architecture.md): one redactor per attempt; the node outputs and errors, the
     // results on the bus, the fallback complete call and every log line of the attempt pass through it.
@@ -81,7 +104,7 @@ export class AttemptRunner {
         attemptId: claim.attemptId,
         signal: controller.signal,
         concurrency: this.options.nodeConcurrency,
-        executeNode: redactingExecutor(this.executeNode, secrets, redactor),
+        executeNode: measuredNodes(redactingExecutor(this.executeNode, secrets, redactor), this.metrics),
         isPure: this.options.isPure,
         report: (event) => publisher.publish(event),
         // Results of pure nodes go out with the next result: all of a pure graph's, with the terminal one.
@@ -178,4 +201,22 @@ export class AttemptRunner {
       return 'failed';
     }
   }
+}
+
+/** Each node run in a span of its own, its duration measured by node type and outcome. */
+function measuredNodes(execute: ExecuteNode, metrics: Pick<Metrics, 'nodeRan'>): ExecuteNode {
+  return (node, ctx) => {
+    const attributes = { 'flostra.node_id': node.id, 'flostra.node_type': node.type, 'flostra.try': ctx.tryNumber };
+    return inSpan(`node ${node.type}`, { attributes }, async () => {
+      const started = performance.now();
+      try {
+        const output = await execute(node, ctx);
+        metrics.nodeRan(node.type, 'succeeded', (performance.now() - started) / 1000);
+        return output;
+      } catch (error) {
+        metrics.nodeRan(node.type, ctx.signal.aborted ? 'cancelled' : 'failed', (performance.now() - started) / 1000);
+        throw error;
+      }
+    });
+  };
 }

@@ -1,6 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
+import { traceMessageHeaders } from '../../core/traceparent.js';
+import { currentTraceHeaders } from '../../observability/tracing.js';
 import { workflowGraphSchema, type WorkflowGraph } from '../../workflows/domain/workflow-graph.schema.js';
 
 /** What a won claim hands the worker (docs/api.md, "Worker protocol"), checked at the edge. */
@@ -145,6 +147,8 @@ export class ControlPlaneClient {
           authorization: `Bearer ${this.token}`,
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
+          // The attempt's trace continues on the control plane (claim, heartbeats, secrets).
+          ...traceMessageHeaders(currentTraceHeaders()),
         },
       });
       const timer = setTimeout(() => request.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);

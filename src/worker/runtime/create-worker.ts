@@ -1,5 +1,6 @@
 import type { Bus } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
+import type { Metrics } from '../../core/metrics.port.js';
 import { CodeSandbox } from '../../sandbox/code-sandbox.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from '../nodes/node-registry.js';
@@ -18,6 +19,8 @@ export interface CreateWorkerOptions {
   groupId?: string;
   /** Limits of transform evaluation (FLOSTRA_TRANSFORM_*): the defaults where absent. */
   transform?: Partial<TransformSandboxOptions>;
+  /** Where attempt and node durations go (the process's metrics); none when absent. */
+  metrics?: Metrics;
 }
 
 /** A worker with every node type, its http nodes behind the egress guard. */
@@ -38,6 +41,7 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
     nodeConcurrency: 4,
     workerId: options.workerId,
     groupId: options.groupId,
+    metrics: options.metrics,
     onStopped: async () => {
       await Promise.all([transforms.close(), code.close()]);
     },

@@ -1,6 +1,8 @@
 import { uuidV5 } from '../../core/ids.js';
-import { MAX_RESULT_MESSAGE_BYTES, TOPICS, type Bus, type OutgoingMessage } from '../../core/bus.port.js';
+import { MAX_RESULT_MESSAGE_BYTES, PRODUCED_AT_HEADER, TOPICS, type Bus, type OutgoingMessage } from '../../core/bus.port.js';
+import { traceMessageHeaders } from '../../core/traceparent.js';
 import type { ExecutionError } from '../../executions/domain/execution.events.js';
+import { currentTraceHeaders } from '../../observability/tracing.js';
 
 export type ResultKind =
   | 'node_started'
@@ -164,6 +166,8 @@ export class ResultPublisher {
       if (bytes > maxBytes) throw new ResultTooLargeError(result.kind, bytes, maxBytes);
     }
     this.sequence++;
-    return { key: this.fence.executionId, value };
+    // The trace context of the attempt travels to the ingestor, which appends in its trace.
+    const headers = { ...traceMessageHeaders(currentTraceHeaders()), [PRODUCED_AT_HEADER]: String(Date.now()) };
+    return { key: this.fence.executionId, value, headers };
   }
 }

@@ -2,6 +2,9 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { INGESTOR_GROUP_ID, TOPICS, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
+import type { Metrics } from '../../core/metrics.port.js';
+import { reportConsumerLag } from '../../observability/lag-sources.js';
+import { type Context, contextFrom } from '../../observability/tracing.js';
 import { type DispatchMessage, dispatchMessageSchema } from '../../dispatch/dispatch-message.js';
 import type { ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
@@ -27,6 +30,8 @@ export interface WorkerOptions {
   groupId?: string;
   /** How often lingering attempts look at the ingestor's progress (see IngestWatch). Default 500 ms. */
   ingestWatchPeriodMs?: number;
+  /** Attempt and node durations, and the dispatch consumer's lag on Kafka, are measured here (none when absent). */
+  metrics?: Pick<Metrics, 'attemptRan' | 'nodeRan' | 'consumerLag'>;
   /** Called last by `stop`, once no attempt runs: releases what the node types hold (evaluator processes). */
   onStopped?: () => Promise<void>;
 }
@@ -39,6 +44,7 @@ export class WorkerService {
   readonly workerId: string;
   private consumer: ConsumerHandle | null = null;
   private stopping = false;
+  private stopReportingLag: () => void = () => undefined;
   private readonly runner: AttemptRunner;
   private readonly client: ControlPlaneClient;
   private readonly ingestWatch: IngestWatch;
@@ -66,13 +72,17 @@ export class WorkerService {
       logger: options.logger.child({ component: 'worker', workerId: this.workerId }),
       nodeConcurrency: options.nodeConcurrency,
       ingestWatch: this.ingestWatch,
+      metrics: options.metrics,
     });
   }
 
   async start(): Promise<void> {
     this.stopping = false;
+    const groupId = this.options.groupId ?? 'flostra-workers';
+    this.stopReportingLag();
+    if (this.options.metrics) this.stopReportingLag = reportConsumerLag(this.options.metrics, this.options.bus, groupId, TOPICS.dispatch);
     this.consumer = await this.options.bus.consume({
-      groupId: this.options.groupId ?? 'flostra-workers',
+      groupId,
       topic: TOPICS.dispatch,
       concurrency: this.options.concurrency,
       // Attempts of one partition run side by side: a long attempt (a delay, a slow http call)
@@ -93,6 +103,7 @@ export class WorkerService {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopReportingLag();
     await this.consumer?.stop();
     this.consumer = null;
     this.ingestWatch.stop();
@@ -127,7 +138,7 @@ export class WorkerService {
     // the first run instead, so its offset, too, is committed only after the terminal result.
     const running = this.running.get(attemptId);
     if (running !== undefined) return running;
-    const run = this.runAttempt(dispatch.data);
+    const run = this.runAttempt(dispatch.data, contextFrom(message.headers));
     this.running.set(attemptId, run);
     try {
       await run;
@@ -136,11 +147,11 @@ export class WorkerService {
     }
   }
 
-  private async runAttempt(dispatch: DispatchMessage): Promise<void> {
+  private async runAttempt(dispatch: DispatchMessage, trace: Context): Promise<void> {
     const { attemptId } = dispatch;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.runner.run(dispatch);
+        await this.runner.run(dispatch, trace);
         break;
       } catch (error) {
         // The control plane is down: the attempt was not claimed (or its end not reported).
