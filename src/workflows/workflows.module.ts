@@ -2,11 +2,12 @@ import { Module } from '@nestjs/common';
 import { GetWorkflowHandler } from './application/get-workflow.handler.js';
 import { PublishWorkflowHandler } from './application/publish-workflow.handler.js';
 import { WorkflowQueries } from './application/workflow.queries.js';
-import { WorkflowsController } from './infrastructure/workflows.controller.js';
+import { ListWorkflowsHandler } from './application/list-workflows.handler.js';
+import { WorkflowListController, WorkflowsController } from './infrastructure/workflows.controller.js';
 
 @Module({
-  controllers: [WorkflowsController],
-  providers: [PublishWorkflowHandler, GetWorkflowHandler, WorkflowQueries],
+  controllers: [WorkflowsController, WorkflowListController],
+  providers: [PublishWorkflowHandler, GetWorkflowHandler, ListWorkflowsHandler, WorkflowQueries],
   exports: [WorkflowQueries, PublishWorkflowHandler],
 })
 export class WorkflowsModule {}
