@@ -4,6 +4,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { NestLoggerAdapter } from '../core/logger.js';
 import { configureHttp } from '../http/configure-http.js';
 import { AppModule, type AppDependencies } from './app.module.js';
+import { serveConsole } from './console-assets.js';
+import { runsRole } from '../config/config.js';
 
 /** Builds the HTTP application over already-open ports; `listen` is the caller's. */
 export async function createApp(deps: AppDependencies): Promise<NestExpressApplication> {
@@ -16,5 +18,6 @@ export async function createApp(deps: AppDependencies): Promise<NestExpressAppli
     abortOnError,
   });
   configureHttp(app, deps.config, deps.logger);
+  if (runsRole(deps.config, 'api')) serveConsole(app);
   return app;
 }
