@@ -1,7 +1,7 @@
 // A workflow graph drawn with React Flow, laid out left to right by dagre. Nodes are coloured
 // by state when states are given (the live execution page), and can be selected.
 import dagre from '@dagrejs/dagre';
-import { Background, Controls, ReactFlow, type Edge, type Node } from '@xyflow/react';
+import { Background, Controls, Position, ReactFlow, type Edge, type Node } from '@xyflow/react';
 import { useMemo } from 'react';
 import type { NodeState } from '../lib/event-log';
 
@@ -57,6 +57,9 @@ export function Dag(props: {
       className: `dag-node${state ? ` state-${state}` : ''}${selected === node.id ? ' selected-node' : ''}`,
       width: WIDTH,
       height: HEIGHT,
+      // Left to right, as dagre lays it out: edges leave on the right and arrive on the left.
+      sourcePosition: Position.Right,
+      targetPosition: Position.Left,
       draggable: false,
       connectable: false,
     };
