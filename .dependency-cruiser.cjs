@@ -83,6 +83,20 @@ module.exports = {
       to: { pathNot: '^(src/cli/|node_modules/(commander|yaml|eventsource-parser)/)', dependencyTypesNot: ['core'] },
     },
     {
+      name: 'the-console-imports-no-server-code',
+      severity: 'error',
+      comment: 'The web console is a browser bundle that talks to the API over HTTP only: server modules would drag Node into it.',
+      from: { path: '^console/' },
+      to: { path: '^(src|projections|test|bench)/' },
+    },
+    {
+      name: 'the-server-imports-no-console-code',
+      severity: 'error',
+      comment: 'The console is built apart (Vite, into dist/console) and served as files; the server never loads its modules.',
+      from: { path: '^(src|projections)/' },
+      to: { path: '^console/' },
+    },
+    {
       name: 'production-code-imports-no-tests',
       severity: 'error',
       comment: 'Test helpers stay out of the production build and the image.',

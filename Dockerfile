@@ -10,6 +10,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
 COPY projections ./projections
+COPY console ./console
 RUN npm run build
 
 # Runtime stage: production dependencies and the compiled code, nothing else.
@@ -20,6 +21,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/projections ./dist/projections
+COPY --from=build /app/dist/console ./dist/console
 RUN mkdir -p .flostra && chown node:node .flostra
 USER node
 EXPOSE 3000

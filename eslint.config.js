@@ -69,6 +69,11 @@ export default tseslint.config(
     },
   },
   {
+    // The web console runs in the browser: its globals, none of Node's.
+    files: ['console/src/**/*.ts', 'console/src/**/*.tsx'],
+    languageOptions: { globals: globals.browser },
+  },
+  {
     // Jest loads its global setup and teardown as CommonJS, where only require() reaches the
     // TypeScript sources (see test/integration.global-setup.ts).
     files: ['test/*.global-setup.ts', 'test/*.global-teardown.ts', 'test/support/test-services.ts'],

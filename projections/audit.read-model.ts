@@ -42,6 +42,20 @@ export class AuditReadModel {
     return rows.map(toEntry);
   }
 
+  /**
+   * The latest publication of each workflow of a workspace, by name: every workflow's
+   * `WorkflowRevisionPublished` is on the trail, so the list of workflows needs no model of its own.
+   */
+  async latestPublications(workspaceId: string): Promise<AuditEntry[]> {
+    const { rows } = await this.sql.query<AuditRow>(
+      `select distinct on (workflow) position, recorded_at, actor, action, execution_id, workflow, detail from read_models.audit
+       where workspace_id = $1 and action = 'WorkflowRevisionPublished' and workflow is not null
+       order by workflow, position collate "C" desc`,
+      [workspaceId],
+    );
+    return rows.map(toEntry);
+  }
+
   /** True when the workspace's trail has an entry at exactly this position. */
   async hasEntry(workspaceId: string, position: Position): Promise<boolean> {
     const { rows } = await this.sql.query(

@@ -1,18 +1,20 @@
-// `npm run build`: empties dist/ and compiles src/ and projections/ (tsconfig.build.json), then
-// stamps what it compiled. `--if-stale` (`npm start`'s build step) builds only unless dist/ was
+// `npm run build`: empties dist/ and compiles src/ and projections/ (tsconfig.build.json), bundles
+// the web console (console/, with Vite, into dist/console), then stamps what it built. `--if-stale` (`npm start`'s build step) builds only unless dist/ was
 // built from exactly the present sources, so that a start without changes does not pay tsc's own
 // up-to-date check (seconds of CPU) every time, while a fresh clone, or any change, still builds.
 //
 // "Exactly the present sources": a SHA-256 over the TypeScript version, the compiler options, the
-// list and contents of the files tsconfig.build.json compiles, and package-lock.json (types from
-// dependencies decide emitted decorator metadata). This script stores it in dist/.build-stamp
+// list and contents of the files tsconfig.build.json compiles, the console's files (console/, which
+// Vite bundles), and package-lock.json (types from dependencies decide emitted decorator metadata;
+// the console bundles its dependencies). This script stores it in dist/.build-stamp
 // after a build it ran succeeded, computed before that build (a file edited during the build makes
-// the next start build again). The check also wants every expected output file present. Any doubt
+// the next start build again). The check also wants every expected output file present, and the
+// console's index.html. Any doubt
 // (no stamp, a missing output, a changed byte) means a build. The benchmarks' build
 // (tsconfig.bench.json) writes into the same dist/ but no stamp.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +23,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PROJECT = join(root, 'tsconfig.build.json');
 const STAMP = join(root, 'dist', '.build-stamp');
 const LOCKFILE = join(root, 'package-lock.json');
+const CONSOLE = join(root, 'console');
+const CONSOLE_INDEX = join(root, 'dist', 'console', 'index.html');
 
 const ts = createRequire(import.meta.url)('typescript');
 
@@ -41,16 +45,29 @@ function sourcesHash(parsed) {
   const hash = createHash('sha256');
   hash.update(`typescript ${ts.version}\n${JSON.stringify(parsed.options)}\n`);
   hash.update(existsSync(LOCKFILE) ? readFileSync(LOCKFILE) : 'no lockfile');
-  for (const file of [...parsed.fileNames].sort()) {
+  for (const file of [...parsed.fileNames, ...consoleFiles(CONSOLE)].sort()) {
     hash.update(`\n${relative(root, file)}\n`);
     hash.update(readFileSync(file));
   }
   return hash.digest('hex');
 }
 
+/** Every file of the console's sources and configuration (console/), its own build output aside. */
+function consoleFiles(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === 'dist' ? [] : consoleFiles(path);
+    return entry.isFile() ? [path] : [];
+  });
+}
+
 function allOutputsPresent(parsed) {
-  return parsed.fileNames.every((file) =>
-    ts.getOutputFileNames(parsed, file, !ts.sys.useCaseSensitiveFileNames).every((output) => existsSync(output)),
+  return (
+    existsSync(CONSOLE_INDEX) &&
+    parsed.fileNames.every((file) =>
+      ts.getOutputFileNames(parsed, file, !ts.sys.useCaseSensitiveFileNames).every((output) => existsSync(output)),
+    )
   );
 }
 
@@ -71,5 +88,18 @@ if (build.error) fail(`tsc: ${build.error.message}`);
 if (build.status !== 0) process.exit(build.status ?? 1);
 // The package's bin (`flostra`, docs/cli.md) runs as a program: tsc writes it without the execute bit.
 chmodSync(join(root, 'dist', 'src', 'cli', 'main.js'), 0o755);
+// The web console: Vite bundles console/ into dist/console (console/vite.config.mjs).
+const bundle = spawnSync(
+  process.execPath,
+  [
+    join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js'),
+    'build',
+    '--config',
+    join(CONSOLE, 'vite.config.mjs'),
+  ],
+  { cwd: root, stdio: 'inherit' },
+);
+if (bundle.error) fail(`vite: ${bundle.error.message}`);
+if (bundle.status !== 0) process.exit(bundle.status ?? 1);
 mkdirSync(dirname(STAMP), { recursive: true });
 writeFileSync(STAMP, `${hash}\n`);

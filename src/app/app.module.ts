@@ -6,6 +6,7 @@ import { AdminModule } from '../admin/admin.module.js';
 import { AuditModule } from '../audit/audit.module.js';
 import { AdmissionModule } from '../admission/admission.module.js';
 import { AuthModule } from '../auth/auth.module.js';
+import { SessionsModule } from '../auth/sessions.module.js';
 import type { TokenRegistry } from '../auth/token-registry.js';
 import { type AppConfig, runsRole } from '../config/config.js';
 import { DispatchModule } from '../dispatch/dispatch.module.js';
@@ -40,7 +41,17 @@ export interface AppDependencies extends CoreDependencies {
 export function roleModules(config: AppConfig): Type[] {
   const modules: Type[] = [];
   if (runsRole(config, 'api'))
-    modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule, AuditModule, WorkspacesModule, SchedulesModule);
+    modules.push(
+      WorkflowsModule,
+      ExecutionsModule,
+      AdminModule,
+      LiveModule,
+      SecretsModule,
+      AuditModule,
+      WorkspacesModule,
+      SchedulesModule,
+      SessionsModule,
+    );
   // The dispatcher role also admits executions of workspaces with a concurrency bound.
   if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);

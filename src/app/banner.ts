@@ -28,6 +28,7 @@ export function printBanner(options: {
       `    -H 'Idempotency-Key: first-run' -d '{"input":{"name":"world"}}'`,
       `Then look at it:`,
       `  curl -sS ${url}/v1/executions/<executionId> -H 'Authorization: Bearer ${devTokens.admin}'`,
+      `Or open the web console and paste the dev admin token: ${url}/console`,
     );
   }
   lines.push(``);

@@ -6,6 +6,8 @@ import { configureHttp } from '../http/configure-http.js';
 import { measureAppends, storeKindOf } from '../observability/measured-event-store.js';
 import { PrometheusMetrics } from '../observability/prometheus-metrics.js';
 import { AppModule, type AppDependencies } from './app.module.js';
+import { serveConsole } from './console-assets.js';
+import { runsRole } from '../config/config.js';
 
 /**
  * Builds the HTTP application over already-open ports; `listen` is the caller's. Without
@@ -24,5 +26,6 @@ export async function createApp(given: AppDependencies): Promise<NestExpressAppl
     abortOnError,
   });
   configureHttp(app, deps.config, deps.logger);
+  if (runsRole(deps.config, 'api')) serveConsole(app);
   return app;
 }

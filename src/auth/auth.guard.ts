@@ -29,8 +29,11 @@ export class AuthGuard implements CanActivate {
     const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, [context.getHandler(), context.getClass()]);
     if (isPublic === true) return true;
     const request = context.switchToHttp().getRequest<AuthenticatedRequest & { headers: IncomingHttpHeaders }>();
+    // A browser session (src/auth/session-auth.ts): authenticated, or refused, before the body was read.
+    if (request.sessionRefusal !== undefined) throw request.sessionRefusal;
+    if (request.session !== undefined && request.principal !== undefined) return true;
     const token = bearerToken(request.headers);
-    if (token === null) throw new UnauthenticatedError('missing bearer token (Authorization: Bearer <token>)');
+    if (token === null) throw new UnauthenticatedError('missing bearer token (Authorization: Bearer <token>) or browser session');
     const principal = this.registry.authenticate(token);
     if (principal === null) throw new UnauthenticatedError('unknown or revoked bearer token');
     request.principal = principal;

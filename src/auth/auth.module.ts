@@ -1,11 +1,13 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { AuthGuard } from './auth.guard.js';
+import { SESSION_STORE, SessionStore } from './session-store.js';
 import { TOKEN_REGISTRY, type TokenRegistry } from './token-registry.js';
 
 /**
  * Installs the AuthGuard on every route of the app and makes the process's TokenRegistry
- * injectable as `@Inject(TOKEN_REGISTRY)` (e.g. for SSE streams to re-check their grant).
+ * injectable as `@Inject(TOKEN_REGISTRY)` (e.g. for SSE streams to re-check their grant), and
+ * the process's browser sessions as `@Inject(SESSION_STORE)`.
  */
 @Global()
 @Module({})
@@ -15,9 +17,10 @@ export class AuthModule {
       module: AuthModule,
       providers: [
         { provide: TOKEN_REGISTRY, useValue: registry },
+        { provide: SESSION_STORE, useFactory: () => new SessionStore(registry) },
         { provide: APP_GUARD, useClass: AuthGuard },
       ],
-      exports: [TOKEN_REGISTRY],
+      exports: [TOKEN_REGISTRY, SESSION_STORE],
     };
   }
 }

@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'validation_failed'
   | 'unauthenticated'
   | 'forbidden'
+  | 'csrf_required'
   | 'not_found'
   | 'idempotency_conflict'
   | 'invalid_state'

@@ -1,6 +1,8 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
 import { authenticateOnArrival } from '../auth/authenticate-on-arrival.js';
+import { authenticateSession, isSignIn } from '../auth/session-auth.js';
+import { SESSION_STORE, type SessionStore } from '../auth/session-store.js';
 import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
 import type { AppConfig } from '../config/config.js';
 import { createLogger, NestLoggerAdapter, type Logger } from '../core/logger.js';
@@ -17,7 +19,7 @@ export type HttpShellConfig = Pick<
 
 /**
  * Installs the HTTP shell on a Nest app, before `init()`/`listen()`: JSON logs (Nest's too),
- * request metrics and spans, request logging, authentication on arrival, the JSON-only body reader limited to
+ * request metrics and spans, request logging, authentication on arrival (bearer token, then browser session), the JSON-only body reader limited to
  * FLOSTRA_MAX_BODY_BYTES and FLOSTRA_HTTP_BODY_TIMEOUT_MS, the server's header and request
  * timeouts, and the problem+json filter. `x-powered-by` is off.
  *
@@ -41,7 +43,16 @@ export function configureHttp(
   if (metrics !== null) app.use(httpMetrics(metrics));
   app.use(requestLogging(httpLogger));
   if (registry !== null) app.use(authenticateOnArrival(registry));
-  app.use(readJsonBody({ limitBytes: config.maxBodyBytes, timeoutMs: config.httpBodyTimeoutMs, authenticatedOnly: registry !== null }));
+  const sessions = providerOf<SessionStore>(app, SESSION_STORE);
+  if (sessions !== null) app.use(authenticateSession(sessions));
+  app.use(
+    readJsonBody({
+      limitBytes: config.maxBodyBytes,
+      timeoutMs: config.httpBodyTimeoutMs,
+      authenticatedOnly: registry !== null,
+      readsUnauthenticated: isSignIn,
+    }),
+  );
   app.use(rejectUnstorableJson);
   app.use(emptyBodyAsObject);
   app.useGlobalFilters(new ProblemFilter(httpLogger));
@@ -77,8 +88,12 @@ function metricsOf(app: NestExpressApplication): Metrics | null {
 
 /** The app's TokenRegistry, or null for an app without AuthModule (it authenticates nothing). */
 function tokenRegistryOf(app: NestExpressApplication): TokenRegistry | null {
+  return providerOf<TokenRegistry>(app, TOKEN_REGISTRY);
+}
+
+function providerOf<T>(app: NestExpressApplication, token: symbol): T | null {
   try {
-    return app.get<TokenRegistry>(TOKEN_REGISTRY, { strict: false });
+    return app.get<T>(token, { strict: false });
   } catch {
     return null;
   }

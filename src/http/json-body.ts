@@ -49,6 +49,8 @@ export interface JsonBodyOptions {
    * read, and the AuthGuard answers 401.
    */
   authenticatedOnly: boolean;
+  /** Requests whose body is read without a token all the same: the sign-in, whose body carries one. */
+  readsUnauthenticated?: (request: ShellRequest) => boolean;
 }
 
 /**
@@ -75,7 +77,9 @@ function withoutQuotedInput(message: string): string {
 export function readJsonBody(options: JsonBodyOptions) {
   return (request: ShellRequest, response: ServerResponse, next: NextFunction): void => {
     if (!hasBody(request)) return next();
-    if (options.authenticatedOnly && request.principal === undefined) return leaveUnread(response, next);
+    if (options.authenticatedOnly && request.principal === undefined && options.readsUnauthenticated?.(request) !== true) {
+      return leaveUnread(response, next);
+    }
     if (!isJsonRequest(request)) {
       const given = request.headers['content-type'];
       return leaveUnread(

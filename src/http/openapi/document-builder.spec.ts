@@ -115,6 +115,7 @@ describe('the OpenAPI document builder', () => {
       'validation_failed',
       'unauthenticated',
       'forbidden',
+      'csrf_required',
       'request_timeout',
       'invalid_state',
       'concurrency_conflict',

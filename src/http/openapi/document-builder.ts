@@ -75,7 +75,7 @@ export function buildOpenApiDocument(routes: readonly DiscoveredRoute[], info: D
             scheme: 'bearer',
             description:
               'A token from FLOSTRA_TOKENS_FILE. It carries roles per workspace (`viewer` < `operator` < `editor` < `admin`) and global ones (`worker`, `system-admin`); ' +
-              'an operation lists the role it needs.',
+              'an operation lists the role it needs. The web console authenticates with a browser session cookie instead (POST /v1/sessions), whose writes need the X-Flostra-CSRF header.',
           },
         },
       },
@@ -103,7 +103,10 @@ function operationOf(contract: RouteContract): ZodOpenApiOperationObject {
     summary: contract.summary,
     description: [contract.description, accessText(contract.access)].filter(Boolean).join('\n\n'),
     tags: [...contract.tags],
-    security: contract.access.kind === 'public' ? [] : [{ [BEARER_SCHEME]: [contract.access.role] }],
+    security:
+      contract.access.kind === 'public'
+        ? []
+        : [{ [BEARER_SCHEME]: contract.access.kind === 'authenticated' ? [] : [contract.access.role] }],
     responses: responsesOf(contract),
   };
   const requestParams = Object.entries({ path: contract.params, query: contract.query, header: contract.headers }).filter(
@@ -124,6 +127,8 @@ function accessText(access: RouteAccess): string {
   switch (access.kind) {
     case 'public':
       return 'Public: no token needed.';
+    case 'authenticated':
+      return 'Any valid token or browser session, whatever its roles.';
     case 'global':
       return `Requires the global \`${access.role}\` role.`;
     case 'workspace':

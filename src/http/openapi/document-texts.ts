@@ -7,6 +7,8 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   validation_failed: 'the input is invalid (malformed JSON, a bad parameter, header or body field); `issues` names every problem.',
   unauthenticated: 'no bearer token, or one that is unknown or revoked.',
   forbidden: 'the token is known but lacks the role this needs (`requiredRole`).',
+  csrf_required:
+    'a write made with a browser session cookie lacks the X-Flostra-CSRF header of that session (GET /v1/sessions/csrf); nothing was written.',
   not_found: 'no such resource, or none the token may read (existence is not revealed).',
   idempotency_conflict: 'this Idempotency-Key was used with a different request.',
   invalid_state: 'the resource is not in a state that allows this.',
@@ -54,6 +56,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   'Worker protocol': 'How a worker claims an attempt, keeps its lease and reports the outcome.',
   'Live events': 'Execution events as Server-Sent Events, resumable without loss.',
   Audit: 'Who did what in a workspace: every command’s events with their actor.',
+  Sessions: 'Browser sign-in for the web console (a session cookie and its CSRF value), and who the caller is.',
   Admin: 'Read models: status, lag and rebuilds.',
   Health: 'Probes for orchestrators.',
   Documentation: 'This document.',

@@ -47,6 +47,8 @@ export interface RouteContract {
 /** Who may call a route. Roles are checked by the handler, never from the URL alone (promise 10). */
 export type RouteAccess =
   | { readonly kind: 'public' }
+  /** Any valid token (or browser session), whatever its roles. */
+  | { readonly kind: 'authenticated' }
   /** A role in the workspace of the path, or of the resource the route loads (then 404 without any role there). */
   | { readonly kind: 'workspace'; readonly role: WorkspaceRole; readonly of: 'path' | 'resource' }
   | { readonly kind: 'global'; readonly role: GlobalRole };
@@ -65,6 +67,7 @@ export const eventStream = (description: string, schema: z.ZodType): RouteRespon
 export const text = (description: string, contentType: string): RouteResponse => ({ kind: 'text', description, contentType });
 
 export const PUBLIC: RouteAccess = { kind: 'public' };
+export const AUTHENTICATED: RouteAccess = { kind: 'authenticated' };
 export const workspaceRole = (role: WorkspaceRole, of: 'path' | 'resource'): RouteAccess => ({ kind: 'workspace', role, of });
 export const globalRole = (role: GlobalRole): RouteAccess => ({ kind: 'global', role });
 
@@ -98,6 +101,8 @@ export function answerableCodes(contract: RouteContract): ErrorCode[] {
   const codes = new Set<ErrorCode>(contract.errors);
   if (contract.access.kind !== 'public') codes.add('unauthenticated');
   if (contract.body !== undefined) for (const code of BODY_CODES) codes.add(code);
+  // A write with a body, made with a browser session cookie, needs its CSRF header (src/auth/session-auth.ts).
+  if (contract.access.kind !== 'public' && contract.body !== undefined) codes.add('csrf_required');
   return ERROR_ORDER.filter((code) => codes.has(code));
 }
 
@@ -106,6 +111,7 @@ export const ERROR_ORDER = [
   'validation_failed',
   'unauthenticated',
   'forbidden',
+  'csrf_required',
   'not_found',
   'request_timeout',
   'idempotency_conflict',

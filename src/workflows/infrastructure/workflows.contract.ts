@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { positionField } from '../../http/openapi/response-fields.js';
+import { identifierField, positionField, timestampField } from '../../http/openapi/response-fields.js';
 import { defineRoute, json, workspaceRole } from '../../http/openapi/route-contract.js';
 import { nameSchema } from '../../http/validation.js';
-import { workflowRevisionQuerySchema } from '../application/request-schemas.js';
+import { workflowListQuerySchema, workflowRevisionQuerySchema } from '../application/request-schemas.js';
 import { retryPolicySchema, workflowGraphSchema } from '../domain/workflow-graph.schema.js';
 import { workflowEventSchemas } from '../domain/workflow.events.js';
 
@@ -64,4 +64,33 @@ export const getWorkflowContract = defineRoute({
   responses: { 200: json('The revision, with its normalized graph.', workflowRevisionSchema) },
   errors: ['validation_failed', 'not_found', 'unavailable'],
   ...workflowGraphDocumentation,
+});
+
+const workflowSummarySchema = z
+  .strictObject({
+    name: identifierField.meta({ description: 'The workflow’s name.' }),
+    revision: published.revision,
+    digest: published.digest,
+    publishedBy: z.string().min(1).meta({ description: 'Who published the latest revision.' }),
+    publishedAt: timestampField,
+    position: positionField,
+  })
+  .meta({ id: 'WorkflowSummary' });
+
+export const listWorkflowsContract = defineRoute({
+  operationId: 'listWorkflows',
+  summary: 'List a workspace’s workflows',
+  description:
+    'Every workflow of the workspace by name, with its latest revision. Reads are read-your-writes: the query first waits (bounded) until ' +
+    'the read model reflects every write acknowledged before it arrived; `minPosition` (or X-Flostra-Min-Position) waits only for that position, ' +
+    '`consistency=eventual` does not wait.',
+  tags: TAGS,
+  access: workspaceRole('viewer', 'path'),
+  params: z.object({ workspaceId: nameSchema }),
+  query: workflowListQuerySchema,
+  headers: z.object({ 'X-Flostra-Min-Position': z.string().optional() }),
+  responses: {
+    200: json('The workflows, by name.', z.strictObject({ items: z.array(workflowSummarySchema) }).meta({ id: 'WorkflowList' })),
+  },
+  errors: ['validation_failed', 'not_found', 'unavailable'],
 });

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, Param, Put, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
 import type { Principal } from '../../auth/authorization.js';
@@ -6,10 +6,12 @@ import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
 import { parseBody, parseName } from '../../http/validation.js';
 import { GetWorkflowQuery } from '../application/get-workflow.handler.js';
 import { assertCodeCompiles, parsePublishBody, PublishWorkflowCommand } from '../application/publish-workflow.handler.js';
-import { workflowRevisionQuerySchema } from '../application/request-schemas.js';
+import { ListWorkflowsQuery } from '../application/list-workflows.handler.js';
+import { workflowListQuerySchema, workflowRevisionQuerySchema } from '../application/request-schemas.js';
+import { MIN_POSITION_HEADER, readRequirement } from '../../projector/read-consistency.js';
 import { ApiRoute } from '../../http/openapi/route-contract.js';
 import { CodeSyntaxChecker } from './code-syntax-checker.js';
-import { getWorkflowContract, publishWorkflowContract } from './workflows.contract.js';
+import { getWorkflowContract, listWorkflowsContract, publishWorkflowContract } from './workflows.contract.js';
 
 /** Workflows over HTTP: input validated here, at the edge; commands and queries go through the CQRS buses. */
 @Controller('v1/workspaces/:workspaceId/workflows/:name')
@@ -50,5 +52,25 @@ export class WorkflowsController {
     const name = parseName(rawName, 'name');
     const { revision } = parseBody(workflowRevisionQuerySchema, rawQuery, 'query');
     return this.queries.execute(new GetWorkflowQuery(principal, workspaceId, name, revision));
+  }
+}
+
+/** The list of a workspace's workflows (a read model: read-your-writes). */
+@Controller('v1/workspaces/:workspaceId/workflows')
+export class WorkflowListController {
+  constructor(private readonly queries: QueryBus) {}
+
+  @ApiRoute(listWorkflowsContract)
+  @Get()
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Param('workspaceId') rawWorkspaceId: string,
+    @Query() rawQuery: unknown,
+    @Headers(MIN_POSITION_HEADER) minPosition: string | undefined,
+  ) {
+    const query = parseBody(workflowListQuerySchema, rawQuery, 'query');
+    return this.queries.execute(
+      new ListWorkflowsQuery(principal, parseName(rawWorkspaceId, 'workspaceId'), readRequirement(query, minPosition)),
+    );
   }
 }

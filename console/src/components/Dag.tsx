@@ -1,0 +1,91 @@
+// A workflow graph drawn with React Flow, laid out left to right by dagre. Nodes are coloured
+// by state when states are given (the live execution page), and can be selected.
+import dagre from '@dagrejs/dagre';
+import { Background, Controls, Position, ReactFlow, type Edge, type Node } from '@xyflow/react';
+import { useMemo } from 'react';
+import type { NodeState } from '../lib/event-log';
+
+export interface GraphNode {
+  id: string;
+  type: string;
+}
+export interface Graph {
+  nodes: GraphNode[];
+  edges: { from: string; to: string }[];
+}
+
+const WIDTH = 160;
+const HEIGHT = 54;
+
+function layout(graph: Graph): Record<string, { x: number; y: number }> {
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: 'LR', nodesep: 30, ranksep: 60, marginx: 10, marginy: 10 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const node of graph.nodes) g.setNode(node.id, { width: WIDTH, height: HEIGHT });
+  for (const edge of graph.edges) g.setEdge(edge.from, edge.to);
+  dagre.layout(g);
+  const positions: Record<string, { x: number; y: number }> = {};
+  for (const node of graph.nodes) {
+    const laid = g.node(node.id);
+    // dagre gives centres; React Flow wants top-left corners.
+    positions[node.id] = { x: laid.x - WIDTH / 2, y: laid.y - HEIGHT / 2 };
+  }
+  return positions;
+}
+
+export function Dag(props: {
+  graph: Graph;
+  states?: Record<string, NodeState>;
+  selected?: string | null;
+  onSelect?: (nodeId: string) => void;
+}) {
+  const { graph, states, selected, onSelect } = props;
+  const positions = useMemo(() => layout(graph), [graph]);
+  const nodes: Node[] = graph.nodes.map((node) => {
+    const state = states?.[node.id];
+    return {
+      id: node.id,
+      position: positions[node.id],
+      data: {
+        label: (
+          <div className="dag-label" data-node={node.id} data-state={state ?? ''}>
+            <strong>{node.id}</strong>
+            <span>{state === undefined ? node.type : `${node.type} · ${state.replace('_', ' ')}`}</span>
+          </div>
+        ),
+      },
+      className: `dag-node${state ? ` state-${state}` : ''}${selected === node.id ? ' selected-node' : ''}`,
+      width: WIDTH,
+      height: HEIGHT,
+      // Left to right, as dagre lays it out: edges leave on the right and arrive on the left.
+      sourcePosition: Position.Right,
+      targetPosition: Position.Left,
+      draggable: false,
+      connectable: false,
+    };
+  });
+  const edges: Edge[] = graph.edges.map((edge) => ({
+    id: `${edge.from}->${edge.to}`,
+    source: edge.from,
+    target: edge.to,
+    animated: states?.[edge.from] === 'succeeded' && states?.[edge.to] === 'running',
+  }));
+  return (
+    <div className="dag" data-testid="dag">
+      <ReactFlow
+        nodes={nodes}
+        edges={edges}
+        fitView
+        nodesDraggable={false}
+        nodesConnectable={false}
+        elementsSelectable={onSelect !== undefined}
+        onNodeClick={onSelect === undefined ? undefined : (_event, node) => onSelect(node.id)}
+        minZoom={0.2}
+        maxZoom={2}
+      >
+        <Background gap={16} />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+    </div>
+  );
+}

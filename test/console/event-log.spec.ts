@@ -1,0 +1,54 @@
+import { describe, expect, it } from '@jest/globals';
+import { EventLog, EXECUTION_EVENT_TYPES, executionStatus, nodeStates, type TimelineEvent } from '../../console/src/lib/event-log.js';
+import { EXECUTION_EVENT_TYPES as SERVER_TYPES } from '../../src/executions/domain/execution.events.js';
+
+let seq = 0;
+const event = (type: string, data: Record<string, unknown> = {}): TimelineEvent => {
+  seq++;
+  return { eventId: `e${seq}`, type, position: String(seq).padStart(20, '0'), recordedAt: new Date(seq).toISOString(), data };
+};
+
+describe('the console’s event log', () => {
+  it('listens to every event type the server streams', () => {
+    expect([...EXECUTION_EVENT_TYPES].sort()).toEqual([...SERVER_TYPES].sort());
+  });
+
+  it('keeps each position once, in arrival order, whatever is delivered again', () => {
+    const log = new EventLog();
+    const [a, b, c] = [event('ExecutionStarted'), event('AttemptScheduled'), event('AttemptClaimed')];
+    expect(log.add([a, b])).toBe(true);
+    const before = log.events;
+    expect(log.add([b])).toBe(false);
+    expect(log.events).toBe(before);
+    expect(log.add([{ ...b, eventId: 'copy' }, c])).toBe(true);
+    expect(log.events.map((e) => e.position)).toEqual([a.position, b.position, c.position]);
+    expect(log.lastPosition).toBe(c.position);
+  });
+
+  it('colours nodes by their latest event, and a new attempt runs the unfinished ones again', () => {
+    const ids = ['a', 'b', 'c'];
+    const events = [
+      event('AttemptScheduled', { reason: 'start' }),
+      event('NodeStarted', { nodeId: 'a' }),
+      event('NodeSucceeded', { nodeId: 'a' }),
+      event('NodeStarted', { nodeId: 'b' }),
+    ];
+    expect(nodeStates(ids, events)).toEqual({ a: 'succeeded', b: 'running', c: 'pending' });
+    events.push(event('NodeFailed', { nodeId: 'b' }), event('NodeSkipped', { nodeId: 'c' }));
+    expect(nodeStates(ids, events)).toEqual({ a: 'succeeded', b: 'failed', c: 'skipped' });
+    events.push(event('AttemptScheduled', { reason: 'redrive' }));
+    expect(nodeStates(ids, events)).toEqual({ a: 'succeeded', b: 'pending', c: 'pending' });
+    events.push(event('NodeAwaitingApproval', { nodeId: 'b' }));
+    expect(nodeStates(ids, events).b).toBe('awaiting_approval');
+    events.push(event('ApprovalGranted', { nodeId: 'b' }));
+    expect(nodeStates(ids, events).b).toBe('succeeded');
+  });
+
+  it('tells the execution’s status from its events', () => {
+    expect(executionStatus([])).toBeNull();
+    expect(executionStatus([event('ExecutionStarted'), event('AttemptScheduled')])).toBe('queued');
+    expect(executionStatus([event('AttemptClaimed')])).toBe('running');
+    expect(executionStatus([event('AttemptClaimed'), event('AttemptSuspended')])).toBe('awaiting_approval');
+    expect(executionStatus([event('AttemptClaimed'), event('ExecutionCancelled')])).toBe('cancelled');
+  });
+});
