@@ -1,7 +1,7 @@
 import type { EventStore, Position, RecordedEvent } from '../core/event-store.port.js';
 import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
-import type { SqlClient } from '../postgres/sql-client.port.js';
+import type { SqlClient, SqlTransaction, TransactionOptions } from '../postgres/sql-client.port.js';
 import {
   checkpointRefusal,
   createIndexes,
@@ -13,6 +13,7 @@ import {
 } from './projection-catalog.js';
 import { BatchMemo, foldAndCommit, versionTables, type AnyProjectionDefinition, type ProjectedEventBase } from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
+import type { SharedTransactions } from './shared-transactions.js';
 
 export type RunnerRole = 'live' | 'building';
 
@@ -50,6 +51,8 @@ export interface RunnerOptions {
   hooks?: RunnerHooks;
   /** The projector's own observer: a committed batch proves the runner healthy again. */
   onCommitted?: (batch: BatchInfo) => void;
+  /** Where a live batch may share its transaction with other read models' (see shared-transactions.ts). */
+  shared?: SharedTransactions;
 }
 
 /** The runner's checkpoint moved under it: another writer, or its version was retired. */
@@ -153,7 +156,7 @@ export class ProjectionRunner {
     // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
     // batch lost to a server crash is simply applied again from the log.
     try {
-      await sql.transaction(
+      await this.batchTransactions().transaction(
         async (tx) => {
           // The checkpoint moves first, refusing by raising, so nothing waits for its answer. The
           // batch's reads (what the memo lacks) travel with it and BEGIN; its writes go with the
@@ -193,6 +196,13 @@ export class ProjectionRunner {
     this.options.signals.advanced(definition.name, this.role === 'live' ? next : null);
     this.options.onCommitted?.(info);
     await hooks?.afterCommit?.(info);
+  }
+
+  /** A live batch shares its transaction with other read models' batches ready at the same time. */
+  private batchTransactions(): { transaction(work: (tx: SqlTransaction) => Promise<void>, options: TransactionOptions): Promise<void> } {
+    const { sql, shared } = this.options;
+    if (this.role !== 'live' || shared === undefined) return sql;
+    return { transaction: (work) => shared.run(work, () => this.memo.clear()) };
   }
 }
 

@@ -7,6 +7,7 @@ import { dropUnusedVersions, readCatalog, requestRebuild, type CatalogEntry } fr
 import type { AnyProjectionDefinition } from './projection-definition.js';
 import { ProjectionRunner, type RunnerHooks, type RunnerRole } from './projection-runner.js';
 import type { ProjectionSignals } from './projection-signals.js';
+import { SharedTransactions } from './shared-transactions.js';
 
 export interface ProjectorOptions {
   /** Upper bound of a live version's batch. */
@@ -81,9 +82,12 @@ export class Projector {
   private reconciling: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  /** Live batches of this process's runners that are ready together commit together. */
+  private readonly shared: SharedTransactions;
 
   constructor(private readonly deps: ProjectorDependencies) {
     this.options = { ...DEFAULT_PROJECTOR_OPTIONS, ...deps.options };
+    this.shared = new SharedTransactions(deps.sql);
     this.locks = deps.sql.sessionLocks();
     this.log = deps.logger.child({ component: 'projector' });
   }
@@ -202,6 +206,7 @@ export class Projector {
       hooks: this.options.hooks,
       gatherMs: definition.feedsLiveStreams === true ? () => this.gatherMsOf(definition) : this.options.gatherMs,
       onCommitted: () => this.failures.delete(key),
+      shared: this.shared,
     });
     const abort = new AbortController();
     const onLost = () => abort.abort();

@@ -40,6 +40,7 @@ import { LogTail } from './log-tail.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 import { WakeNotifier } from '../../postgres/wake-notifier.js';
 import { LOG_START, decodePosition, encodePosition, isPosition } from './position.codec.js';
+import { ReadCoalescer } from './read-coalescer.js';
 
 export interface PostgresEventStoreOptions {
   /** Fallback poll of waiting subscriptions, for a lost notification. Default 500 ms. */
@@ -89,6 +90,8 @@ export class PostgresEventStore implements EventStore {
   private readonly defaultBatchSize: number;
   private readonly stopHearingWrites: () => void;
   private readonly appends: AppendBatcher;
+  /** Concurrent identical stream reads share one statement (see read-coalescer.ts). */
+  private readonly streamReads = new ReadCoalescer<EventRow[]>();
 
   /** Which store this is, for metrics: Postgres over node-postgres, or embedded PGlite. */
   get kind(): 'postgres' | 'pglite' {
@@ -159,7 +162,10 @@ export class PostgresEventStore implements EventStore {
     validateStreamId(streamId);
     const fromRevision = validateInteger('fromRevision', options.fromRevision ?? 0, 0);
     const maxCount = options.maxCount === undefined ? null : validateInteger('maxCount', options.maxCount, 1);
-    const { rows } = await this.client.query<EventRow>(READ_STREAM_SQL, [streamId, fromRevision, maxCount]);
+    const rows = await this.streamReads.read(`${fromRevision}:${maxCount ?? ''}:${streamId}`, async () => {
+      return (await this.client.query<EventRow>(READ_STREAM_SQL, [streamId, fromRevision, maxCount])).rows;
+    });
+    // Each caller gets its own envelopes: callers of one shared read never see each other's arrays.
     return rows.map(toRecordedEvent);
   }
 
