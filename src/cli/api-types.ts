@@ -64,6 +64,11 @@ export interface ExecutionList {
   nextCursor: string | null;
 }
 
+/** `GET /v1/workspaces/:ws/workflows`: every workflow of the workspace with its latest revision. */
+export interface WorkflowList {
+  items: { name: string; revision: number; digest: string; publishedBy: string; publishedAt: string; position: string }[];
+}
+
 export interface ExecutionView extends Omit<ExecutionSummary, 'workflow' | 'attemptCount'> {
   workflow: { workflowId: string; name: string; revision: number; digest: string };
   input: unknown;

@@ -12,6 +12,7 @@ import {
   type ExecutionView,
   type PublishedWorkflow,
   type StartedExecution,
+  type WorkflowList,
   type WorkflowRevision,
 } from './api-types.js';
 import {
@@ -207,46 +208,22 @@ export function buildProgram(ctx: CliContext): Command {
     });
   workflows
     .command('list')
-    .description("the workflows of the workspace's recent executions (the API has no listing of published workflows)")
-    .option('--scan <n>', 'how many of the most recent executions to look through', positiveInteger('--scan', 100_000), 1000)
-    .action(async (options: { scan: number }, command: Command) => {
+    .description('the published workflows of the workspace, each with its latest revision')
+    .action(async (_options: unknown, command: Command) => {
       const { settings, api, format } = clientOf(command);
-      const seen = new Map<string, { name: string; latestRevision: number; executions: number; lastStartedAt: string }>();
-      let cursor: string | undefined;
-      let scanned = 0;
-      do {
-        const limit = Math.min(200, options.scan - scanned);
-        const { body } = await api.get<ExecutionList>(`${workspacePath(settings)}/executions`, { limit, cursor });
-        for (const e of body.executions) {
-          const entry = seen.get(e.workflow.name) ?? {
-            name: e.workflow.name,
-            latestRevision: 0,
-            executions: 0,
-            lastStartedAt: e.startedAt,
-          };
-          entry.latestRevision = Math.max(entry.latestRevision, e.workflow.revision);
-          entry.executions++;
-          if (e.startedAt > entry.lastStartedAt) entry.lastStartedAt = e.startedAt;
-          seen.set(e.workflow.name, entry);
-        }
-        scanned += body.executions.length;
-        cursor = body.nextCursor ?? undefined;
-      } while (cursor !== undefined && scanned < options.scan);
-      const rows = [...seen.values()].sort((a, b) => a.name.localeCompare(b.name));
-      if (format === 'json') return io.out(json({ workflows: rows, executionsScanned: scanned, complete: cursor === undefined }));
-      if (rows.length === 0) io.out('no executions in this workspace yet\n');
+      const { body } = await api.get<WorkflowList>(`${workspacePath(settings)}/workflows`);
+      const rows = [...body.items].sort((a, b) => a.name.localeCompare(b.name));
+      if (format === 'json') return io.out(json({ workflows: rows }));
+      if (rows.length === 0) io.out('no workflows published in this workspace yet\n');
       else
         io.out(
           table(rows, [
             { header: 'WORKFLOW', value: (r) => r.name },
-            { header: 'LATEST REVISION RUN', value: (r) => String(r.latestRevision) },
-            { header: 'EXECUTIONS', value: (r) => String(r.executions) },
-            { header: 'LAST STARTED', value: (r) => when(r.lastStartedAt) },
+            { header: 'REVISION', value: (r) => String(r.revision) },
+            { header: 'PUBLISHED BY', value: (r) => r.publishedBy },
+            { header: 'PUBLISHED', value: (r) => when(r.publishedAt) },
           ]),
         );
-      io.err(
-        `from the ${scanned} most recent executions${cursor === undefined ? '' : ' (more exist: --scan)'}; a workflow never run is not listed\n`,
-      );
     });
 
   // ---- run ----

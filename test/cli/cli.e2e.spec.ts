@@ -272,7 +272,13 @@ describe('the flostra CLI against a running Flostra', () => {
       expect.arrayContaining(['ExecutionStarted', 'NodeSucceeded', 'ExecutionSucceeded']),
     );
     const listed = await flostraJson('workflows', 'list');
-    expect(listed.workflows.map((w: { name: string }) => w.name)).toEqual(['hello', 'payment']);
+    // Every published workflow, run or not, with its latest revision.
+    expect(listed.workflows.map((w: { name: string; revision: number }) => `${w.name}@${w.revision}`)).toEqual([
+      'gate@1',
+      'hello@1',
+      'payment@1',
+      'slow@1',
+    ]);
   });
 
   it('cancels a running execution and redrives it', async () => {

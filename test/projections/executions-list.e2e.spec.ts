@@ -54,6 +54,7 @@ describe.each(STORE_KINDS)("listing a workspace's executions on %s", (kind) => {
       workflowRevision: 1,
       status: last.status,
       waitingFor: null,
+      scheduledBy: null,
       cancelRequested: last.status === 'cancelled',
       attemptCount: 1,
       startedAt: expect.any(String),

@@ -97,6 +97,7 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     expect(rows).toEqual([
       { name: 'audit', live_version: 1 },
       { name: 'executions', live_version: 2 },
+      { name: 'schedules', live_version: 1 },
       { name: 'timeline', live_version: 2 },
     ]);
   }, 240_000);
