@@ -391,6 +391,60 @@ describe('task nodes', () => {
         ]);
     });
 
+    it('schedules no resume while the others the attempt waits for are live and nothing new can run', () => {
+      const twoTasks: WorkflowSnapshot = {
+        ...withTask(),
+        graph: {
+          ...withTask().graph,
+          nodes: [...withTask().graph.nodes, { id: 'refund', type: 'task', config: { queue: 'billing' } }],
+          edges: [...withTask().graph.edges, { from: 'extract', to: 'refund' }, { from: 'refund', to: 'load' }],
+        },
+      };
+      const refundTask = taskIdOf(EXECUTION_ID, 'refund', 1);
+      const history: ExecutionEvent[] = [
+        executionStarted({ workflow: twoTasks }),
+        attemptScheduled({ at: 0 }),
+        attemptClaimed({ at: 1_000 }),
+        taskScheduled({ at: 2_000 }),
+        {
+          ...taskScheduled({ at: 2_000, taskId: refundTask }),
+          data: { ...taskScheduled({ at: 2_000, taskId: refundTask }).data, nodeId: 'refund' },
+        } as ExecutionEvent,
+        {
+          type: 'AttemptSuspended',
+          data: {
+            attemptId: ATTEMPT_1,
+            waits: [
+              { nodeId: 'charge', kind: 'task' },
+              { nodeId: 'refund', kind: 'task' },
+            ],
+            at: iso(3_000),
+          },
+        },
+        taskClaimed({ at: 4_000 }),
+        taskClaimed({ at: 4_000, taskId: refundTask, fencingToken: 3 }),
+      ];
+      // `load` still waits for `refund`: no resume yet.
+      given(history)
+        .when(completeTask({ at: 5_000, outcome: 'succeeded', output: 1 }))
+        .then([
+          { type: 'TaskSucceeded', data: { taskId: TASK_1, output: 1, at: iso(5_000) } },
+          { type: 'NodeSucceeded', data: { attemptId: ATTEMPT_1, nodeId: 'charge', output: 1, at: iso(5_000) } },
+        ]);
+      // The last one resumes.
+      given([
+        ...history,
+        { type: 'TaskSucceeded', data: { taskId: TASK_1, output: 1, at: iso(5_000) } },
+        { type: 'NodeSucceeded', data: { attemptId: ATTEMPT_1, nodeId: 'charge', output: 1, at: iso(5_000) } },
+      ])
+        .when(completeTask({ at: 6_000, outcome: 'succeeded', output: 2, taskId: refundTask, fencingToken: 3 }))
+        .then([
+          { type: 'TaskSucceeded', data: { taskId: refundTask, output: 2, at: iso(6_000) } },
+          { type: 'NodeSucceeded', data: { attemptId: ATTEMPT_1, nodeId: 'refund', output: 2, at: iso(6_000) } },
+          resumeScheduled(6_000),
+        ]);
+    });
+
     it('schedules no resume while an attempt is running: it will suspend and be resumed then', () => {
       given([...running(), taskScheduled({ at: 2_000 }), taskClaimed({ at: 3_000 })])
         .when(completeTask({ at: 4_000, outcome: 'succeeded', output: 1 }))
