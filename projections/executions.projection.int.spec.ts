@@ -51,6 +51,7 @@ function rowOf(
     created_position: position(columns.created ?? 1),
     position: position(columns.last),
     revision: columns.last - 1,
+    has_open_tasks: false,
     state,
   };
 }
