@@ -208,4 +208,74 @@ describe('task queues under faults (Postgres and Kafka)', () => {
     expect((await complete(task.body, 'person-1', { approved: true })).status).toBe(200);
     expect((await untilStatus(waitingId, ['succeeded', 'failed'])).status).toBe('succeeded');
   }, 60_000);
+
+  it('(e) the control plane restarts while tasks wait and pollers poll: nothing lost, nothing run twice', async () => {
+    await startWorker(8);
+    const nodes = ['left', 'right'].map((id) => ({ id, type: 'task', config: { queue: 'restart', heartbeatTimeoutMs: 60_000 } }));
+    await publish('restart', { nodes: [{ id: 'root', type: 'noop' }, ...nodes], edges: nodes.map((n) => ({ from: 'root', to: n.id })) });
+    const executions = await Promise.all(Array.from({ length: 20 }, () => startExecution('restart')));
+
+    // Plain HTTP pollers that follow the control plane to its new address and ride out its absence.
+    let base = t.url;
+    const runs = new Map<string, number>();
+    let completed = 0;
+    let stop = false;
+    const poller = async (workerId: string) => {
+      while (!stop) {
+        try {
+          const res = await client(base).post<Polled>('/v1/workspaces/ws-a/task-queues/restart/poll', {
+            token: TOKENS.taskWorkerA,
+            body: { workerId, waitMs: 500 },
+          });
+          if (res.status !== 200) continue;
+          const key = `${res.body.executionId}:${res.body.nodeId}`;
+          runs.set(key, (runs.get(key) ?? 0) + 1);
+          // A completion whose answer was lost is sent again: a replay answers the same.
+          for (;;) {
+            try {
+              const done = await client(base).post(`/v1/tasks/${res.body.taskId}/complete`, {
+                token: TOKENS.taskWorkerA,
+                body: { workerId, fencingToken: res.body.fencingToken, outcome: 'succeeded', output: { key } },
+              });
+              if (done.status === 200) break;
+              if (done.status < 500) throw new Error(`completion refused: ${done.status} ${JSON.stringify(done.body)}`);
+            } catch (error) {
+              if (error instanceof Error && error.message.startsWith('completion refused')) throw error;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+          completed++;
+        } catch (error) {
+          if (error instanceof Error && error.message.startsWith('completion refused')) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100)); // the control plane is away
+        }
+      }
+    };
+    const pollers = [poller('poller-1'), poller('poller-2')];
+    try {
+      await eventually(() => completed >= 10, { what: 'some completions before the restart', timeoutMs: 60_000 });
+      await worker?.stop();
+      worker = undefined;
+      const databaseUrl = t.databaseUrl!;
+      await t.close();
+      t = await startTestApp('postgres', {}, { bus, databaseUrl });
+      api = client(t.url);
+      base = t.url;
+      await startWorker(8);
+      await eventually(() => completed >= 40, { what: () => `every task completed (${completed} so far)`, timeoutMs: 90_000 });
+      for (const executionId of executions)
+        expect((await untilStatus(executionId, ['succeeded', 'failed'], 60_000)).status).toBe('succeeded');
+    } finally {
+      stop = true;
+      await Promise.all(pollers);
+    }
+
+    expect(runs.size).toBe(40);
+    expect([...runs.entries()].filter(([, count]) => count !== 1)).toEqual([]);
+    for (const executionId of executions) {
+      const events = await history(executionId);
+      expect(events.filter((e) => e.type === 'TaskScheduled')).toHaveLength(2);
+      expect(events.filter((e) => e.type === 'TaskSucceeded')).toHaveLength(2);
+    }
+  }, 180_000);
 });

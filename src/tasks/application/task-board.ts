@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import { ExecutionsReadModel } from '../../../projections/executions.read-model.js';
 import { CLOCK, type Clock } from '../../core/clock.port.js';
 import { EVENT_STORE, type EventStore, type Position, type RecordedEvent } from '../../core/event-store.port.js';
@@ -67,7 +67,7 @@ const TASK_ENDS = new Set(['TaskClaimed', 'TaskSucceeded', 'TaskFailed', 'TaskTi
  * claimed elsewhere leaves the board when the log says so, or when a claim here is refused.
  */
 @Injectable()
-export class TaskBoard implements OnApplicationShutdown {
+export class TaskBoard implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly queues = new Map<string, QueueBoard>();
   private readonly queueOfTask = new Map<string, string>();
   private started: Promise<void> | null = null;
@@ -81,6 +81,19 @@ export class TaskBoard implements OnApplicationShutdown {
     @Inject(LOGGER) logger: Logger,
   ) {
     this.log = logger.child({ component: 'task-board' });
+  }
+
+  /** Whether the process is shutting down: polls answer at once, and their connections close. */
+  get stopping(): boolean {
+    return this.stop.signal.aborted;
+  }
+
+  /**
+   * Before the HTTP server closes: waiting pollers are answered (204) at once, and new polls too,
+   * so that pollers on kept-alive connections cannot hold the server open.
+   */
+  beforeApplicationShutdown(): void {
+    this.onApplicationShutdown();
   }
 
   onApplicationShutdown(): void {

@@ -8,6 +8,7 @@ import { parseBody, parseParams } from '../../http/validation.js';
 import { CompleteTaskCommand } from '../application/complete-task.handler.js';
 import { HeartbeatTaskCommand } from '../application/heartbeat-task.handler.js';
 import { PollTaskCommand } from '../application/poll-task.handler.js';
+import { TaskBoard } from '../application/task-board.js';
 import {
   pollBodySchema,
   pollParamsSchema,
@@ -20,7 +21,10 @@ import { completeTaskContract, heartbeatTaskContract, pollTaskContract } from '.
 /** The task protocol over HTTP: users' own code polls, heartbeats and completes the tasks of task nodes. */
 @Controller('v1')
 export class TasksController {
-  constructor(private readonly commands: CommandBus) {}
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly board: TaskBoard,
+  ) {}
 
   @ApiRoute(pollTaskContract)
   @Post('workspaces/:workspaceId/task-queues/:queue/poll')
@@ -50,6 +54,8 @@ export class TasksController {
       return task;
     } finally {
       res.off('close', onClose);
+      // Shutting down: the poller reconnects (to this process's successor) rather than keep this connection busy.
+      if (this.board.stopping) res.setHeader('Connection', 'close');
     }
   }
 
