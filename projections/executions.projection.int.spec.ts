@@ -52,6 +52,7 @@ function rowOf(
     position: position(columns.last),
     revision: columns.last - 1,
     trace_id: columns.traceId ?? null,
+    has_open_tasks: false,
     state,
   };
 }

@@ -19,6 +19,7 @@ import { ProjectorModule } from '../projector/projector.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
 import { SchedulerModule } from '../scheduler/scheduler.module.js';
 import { SchedulesModule } from '../schedules/schedules.module.js';
+import { TasksModule } from '../tasks/tasks.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
@@ -53,6 +54,7 @@ export function roleModules(config: AppConfig): Type[] {
       SessionsModule,
     );
   // The dispatcher role also admits executions of workspaces with a concurrency bound.
+  if (runsRole(config, 'api')) modules.push(TasksModule);
   if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);

@@ -1,9 +1,9 @@
 import { type IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
-import type { GlobalRole, Principal, WorkspaceRole } from './principal.js';
+import type { GlobalRole, Principal, WorkspaceGrant } from './principal.js';
 
 export interface Me {
   subject: string;
-  workspaces: { workspaceId: string; role: WorkspaceRole }[];
+  workspaces: { workspaceId: string; role: WorkspaceGrant }[];
   global: GlobalRole[];
   via: 'token' | 'session';
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AUTHENTICATED, defineRoute, empty, json, PUBLIC } from '../http/openapi/route-contract.js';
-import { GLOBAL_ROLES, WORKSPACE_ROLES } from './principal.js';
+import { GLOBAL_ROLES, WORKSPACE_GRANTS } from './principal.js';
 
 /** Contracts of SessionsController (docs/console.md, "Signing in"; docs/api.md, "Browser sessions"). */
 
@@ -18,7 +18,7 @@ export const meSchema = z
   .strictObject({
     subject: z.string().min(1).meta({ description: 'Who the token stands for.' }),
     workspaces: z
-      .array(z.strictObject({ workspaceId: z.string(), role: z.enum(WORKSPACE_ROLES) }))
+      .array(z.strictObject({ workspaceId: z.string(), role: z.enum(WORKSPACE_GRANTS) }))
       .meta({ description: 'Every workspace the token has a role in, by id.' }),
     global: z.array(z.enum(GLOBAL_ROLES)).meta({ description: 'Global roles (`worker`, `system-admin`).' }),
     via: z.enum(['token', 'session']).meta({ description: 'How this request was authenticated.' }),

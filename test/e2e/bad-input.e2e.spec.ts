@@ -521,6 +521,121 @@ const CASES: BadRequestCase[] = [
     request: (s) => ({ method: 'POST', path: `/v1/executions/${s.executionId}/cancel`, token: TOKENS.adminB, body: {} }),
     detail: /^execution not found$/,
   },
+  // Task queues
+  {
+    name: 'a task node with a queue name of capitals and spaces',
+    status: 400,
+    code: 'validation_failed',
+    request: publishing({ nodes: [{ id: 'charge', type: 'task', config: { queue: 'Billing Queue' } }] }),
+    issue: { path: 'nodes[0].config.queue', message: /queue name/ },
+  },
+  {
+    name: 'a poll of an invalid queue name',
+    status: 400,
+    code: 'validation_failed',
+    request: () => ({
+      method: 'POST',
+      path: '/v1/workspaces/ws-a/task-queues/-billing/poll',
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'p' },
+    }),
+    issue: { path: 'params.queue', message: /queue name/ },
+  },
+  {
+    name: 'a poll that would wait longer than 30 s',
+    status: 400,
+    code: 'validation_failed',
+    request: () => ({
+      method: 'POST',
+      path: '/v1/workspaces/ws-a/task-queues/billing/poll',
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'p', waitMs: 30_001 },
+    }),
+    issue: { path: 'body.waitMs', message: /30000/ },
+  },
+  {
+    name: 'a poll by an operator, who lacks the task-worker grant',
+    status: 403,
+    code: 'forbidden',
+    request: () => ({
+      method: 'POST',
+      path: '/v1/workspaces/ws-a/task-queues/billing/poll',
+      token: TOKENS.operatorA,
+      body: { workerId: 'p', waitMs: 0 },
+    }),
+    detail: /task-worker/,
+  },
+  {
+    name: 'a poll of another workspace’s queue',
+    status: 404,
+    code: 'not_found',
+    request: () => ({
+      method: 'POST',
+      path: '/v1/workspaces/ws-a/task-queues/billing/poll',
+      token: TOKENS.taskWorkerB,
+      body: { workerId: 'p', waitMs: 0 },
+    }),
+  },
+  {
+    name: 'a heartbeat of a task id that names no task',
+    status: 404,
+    code: 'not_found',
+    request: () => ({
+      method: 'POST',
+      path: '/v1/tasks/not-a-task/heartbeat',
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'p', fencingToken: 1 },
+    }),
+    detail: /^task not found$/,
+  },
+  {
+    name: 'a completion of a task the execution never had',
+    status: 404,
+    code: 'not_found',
+    request: (s) => ({
+      method: 'POST',
+      path: `/v1/tasks/${s.executionId}.a.1/complete`,
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'p', fencingToken: 1, outcome: 'succeeded' },
+    }),
+    detail: /^task not found$/,
+  },
+  {
+    name: 'a completion of a task of another workspace',
+    status: 404,
+    code: 'not_found',
+    request: (s) => ({
+      method: 'POST',
+      path: `/v1/tasks/${s.executionId}.a.1/complete`,
+      token: TOKENS.taskWorkerB,
+      body: { workerId: 'p', fencingToken: 1, outcome: 'succeeded' },
+    }),
+    detail: /^task not found$/,
+  },
+  {
+    name: 'a failed completion without its error',
+    status: 400,
+    code: 'validation_failed',
+    request: (s) => ({
+      method: 'POST',
+      path: `/v1/tasks/${s.executionId}.a.1/complete`,
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'p', fencingToken: 1, outcome: 'failed' },
+    }),
+    issue: { path: 'body.error', message: /error is required/ },
+  },
+  {
+    name: 'a completion whose output is over the node output limit',
+    status: 413,
+    code: 'output_too_large',
+    request: (s) => ({
+      method: 'POST',
+      path: `/v1/tasks/${s.executionId}.a.1/complete`,
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'p', fencingToken: 1, outcome: 'succeeded', output: 'x'.repeat(MIB - 3_000) },
+    }),
+    detail: /the limit is 1044480 bytes/,
+  },
 ];
 
 function expectProblem(res: HttpResult, expected: BadRequestCase): void {
