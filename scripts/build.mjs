@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PROJECT = join(root, 'tsconfig.build.json');
+const SDK_PROJECT = join(root, 'tsconfig.sdk.json');
 const STAMP = join(root, 'dist', '.build-stamp');
 const LOCKFILE = join(root, 'package-lock.json');
 
@@ -69,5 +70,12 @@ const build = spawnSync(process.execPath, [createRequire(import.meta.url).resolv
 });
 if (build.error) fail(`tsc: ${build.error.message}`);
 if (build.status !== 0) process.exit(build.status ?? 1);
+// The worker SDK (`flostra/worker`) also gets its type declarations, from tsconfig.sdk.json.
+const declarations = spawnSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', SDK_PROJECT], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (declarations.error) fail(`tsc: ${declarations.error.message}`);
+if (declarations.status !== 0) process.exit(declarations.status ?? 1);
 mkdirSync(dirname(STAMP), { recursive: true });
 writeFileSync(STAMP, `${hash}\n`);
