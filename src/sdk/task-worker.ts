@@ -370,7 +370,9 @@ class QueueWorker implements TaskWorker {
       } catch (error) {
         if (!(error instanceof TaskApiError)) throw error;
         if (error.leaseLost) {
-          this.log.warn('completion refused: the task is no longer this worker’s', { ...this.fields(task), code: error.code });
+          // After a cancel the task ended with the execution: a refusal is expected.
+          const log = run.cancelled ? this.log.info : this.log.warn;
+          log('completion refused: the task is no longer this worker’s', { ...this.fields(task), code: error.code });
           return;
         }
         if (!error.transient) {
