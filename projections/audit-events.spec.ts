@@ -88,7 +88,7 @@ const markedExecutionEvents = (): ExecutionEvent[] => {
       type: 'NodeAwaitingApproval',
       data: { attemptId: ATTEMPT_1, nodeId: 'load', action: { pay: MARK }, actionDigest: 'a'.repeat(64), at: iso(4_000) },
     },
-    { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, nodeId: 'load', at: iso(4_000) } },
+    { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, waits: [{ nodeId: 'load', kind: 'approval' }], at: iso(4_000) } },
     { type: 'ApprovalGranted', data: approval },
     { type: 'ApprovalRejected', data: approval },
     attemptSucceeded({ at: 5_000, output: { total: MARK } }),

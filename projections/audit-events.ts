@@ -31,7 +31,15 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, Readonly<Record<string
   NodeFailed: { attemptId: 'attemptId', nodeId: 'nodeId', errorCode: 'error.code' },
   NodeSkipped: { attemptId: 'attemptId', nodeId: 'nodeId' },
   NodeAwaitingApproval: { attemptId: 'attemptId', nodeId: 'nodeId', actionDigest: 'actionDigest' },
-  AttemptSuspended: { attemptId: 'attemptId', nodeId: 'nodeId' },
+  // The first node it waits for: the approval node, as before waits were a list.
+  AttemptSuspended: { attemptId: 'attemptId', nodeId: 'waits.0.nodeId' },
+  TaskScheduled: { taskId: 'taskId', nodeId: 'nodeId', queue: 'queue', taskAttempt: 'taskAttempt' },
+  TaskClaimed: { taskId: 'taskId', workerId: 'workerId', fencingToken: 'fencingToken' },
+  TaskLeaseExtended: { taskId: 'taskId' },
+  TaskSucceeded: { taskId: 'taskId' },
+  TaskFailed: { taskId: 'taskId', errorCode: 'error.code' },
+  TaskTimedOut: { taskId: 'taskId', reason: 'reason', deadline: 'deadline' },
+  TaskCancelled: { taskId: 'taskId' },
   ApprovalGranted: { nodeId: 'nodeId', actionDigest: 'actionDigest' },
   ApprovalRejected: { nodeId: 'nodeId', actionDigest: 'actionDigest' },
   AttemptSucceeded: { attemptId: 'attemptId' },
@@ -65,7 +73,9 @@ export function auditDetailOf(action: string, data: unknown): AuditDetail {
 function valueAt(data: unknown, path: string): unknown {
   let value = data;
   for (const key of path.split('.')) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, key)) return undefined;
+    // An array is entered by index only (`waits.0.nodeId`); its length or methods never.
+    if (Array.isArray(value) && !/^(0|[1-9][0-9]*)$/.test(key)) return undefined;
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, key)) return undefined;
     value = (value as Record<string, unknown>)[key];
   }
   return value;

@@ -36,7 +36,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   name: 'executions',
   source: executionEvents,
   // 2: the document carries the quota fields of the state (`awaitingSlot`, `slotAttemptId`, `runStartedAt`).
-  version: 2,
+  // 3: the document carries the execution's tasks and waits; `has_open_tasks` finds those with tasks to hand out.
+  version: 3,
   relations: ['executions'],
 
   tables: (suffix) => [
@@ -54,6 +55,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
       created_position text collate "C" not null,
       position text collate "C" not null,
       revision integer not null,
+      has_open_tasks boolean not null default false,
       state jsonb not null
     )`,
   ],
@@ -62,6 +64,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
     `create index executions${suffix}_workspace_idx on read_models.executions${suffix} (workspace_id, created_position)`,
     `create index executions${suffix}_status_idx on read_models.executions${suffix} (workspace_id, status, created_position)`,
     `create index executions${suffix}_workflow_idx on read_models.executions${suffix} (workspace_id, workflow_name, created_position)`,
+    `create index executions${suffix}_open_tasks_idx on read_models.executions${suffix} (execution_id) where has_open_tasks`,
   ],
 
   async begin(tx, tables, events, memo) {
@@ -120,6 +123,7 @@ function toRow(executionId: string, { state, position, revision, createdPosition
     created_position: createdPosition,
     position,
     revision,
+    has_open_tasks: Object.values(state.tasks ?? {}).some((t) => t.status === 'scheduled' || t.status === 'claimed'),
     state,
   };
 }
@@ -128,16 +132,16 @@ function toRow(executionId: string, { state, position, revision, createdPosition
 function upsert(tx: SqlTransaction, tables: VersionTables, rows: ReturnType<typeof toRow>[]): void {
   tx.queue(
     reusable(`insert into ${tables.executions} as t (execution_id, workspace_id, workflow_name, workflow_revision, status, cancel_requested,
-       attempt_count, started_at, updated_at, ended_at, created_position, position, revision, state)
+       attempt_count, started_at, updated_at, ended_at, created_position, position, revision, has_open_tasks, state)
      select r.execution_id, r.workspace_id, r.workflow_name, r.workflow_revision, r.status, r.cancel_requested,
-       r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.state
+       r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.has_open_tasks, r.state
      from jsonb_to_recordset($1::jsonb) as r(execution_id text, workspace_id text, workflow_name text, workflow_revision integer,
        status text, cancel_requested boolean, attempt_count integer, started_at timestamptz, updated_at timestamptz,
-       ended_at timestamptz, created_position text, position text, revision integer, state jsonb)
+       ended_at timestamptz, created_position text, position text, revision integer, has_open_tasks boolean, state jsonb)
      on conflict (execution_id) do update set
        status = excluded.status, cancel_requested = excluded.cancel_requested, attempt_count = excluded.attempt_count,
        updated_at = excluded.updated_at, ended_at = excluded.ended_at, position = excluded.position, revision = excluded.revision,
-       state = excluded.state`),
+       has_open_tasks = excluded.has_open_tasks, state = excluded.state`),
     [JSON.stringify(rows)],
   );
 }

@@ -1,5 +1,5 @@
 import type { Position } from '../src/core/event-store.port.js';
-import type { StartedExecution } from '../src/executions/domain/execution.state.js';
+import type { StartedExecution, TaskRecord } from '../src/executions/domain/execution.state.js';
 import type { SqlQueryable } from '../src/postgres/sql-client.port.js';
 import type { ExecutionDocument } from './executions.projection.js';
 
@@ -20,6 +20,9 @@ export interface ExecutionSummary {
   /** The list's order key; the cursor encodes it. */
   createdPosition: Position;
 }
+
+/** A task that is scheduled or claimed, with the execution and workspace it belongs to. */
+export type OpenTask = TaskRecord & { executionId: string; workspaceId: string };
 
 export interface ExecutionListFilter {
   workspaceId: string;
@@ -59,6 +62,36 @@ export class ExecutionsReadModel {
     return row === undefined
       ? null
       : { state: row.state, position: row.position, revision: Number(row.revision), createdPosition: row.created_position };
+  }
+
+  /**
+   * The tasks still to be handed out or completed (scheduled or claimed), of every workspace, and
+   * the checkpoint they reflect (same statement, same snapshot): a reader that follows the log
+   * after that checkpoint misses none and sees every later change.
+   */
+  async openTasks(): Promise<{ tasks: OpenTask[]; checkpoint: Position | null }> {
+    const { rows } = await this.sql.query<{
+      execution_id: string;
+      workspace_id: string;
+      tasks: Record<string, TaskRecord> | null;
+      checkpoint: string | null;
+    }>(
+      `select e.execution_id, e.workspace_id, e.state->'tasks' as tasks,
+              (select c.position from projector.projections p
+               join projector.checkpoints c on c.name = p.name and c.version = p.live_version
+               where p.name = 'executions') as checkpoint
+       from (select 1) as anchor
+       left join read_models.executions e on e.has_open_tasks`,
+    );
+    const tasks: OpenTask[] = [];
+    for (const row of rows) {
+      if (row.execution_id === null) continue;
+      for (const task of Object.values(row.tasks ?? {})) {
+        if (task.status === 'scheduled' || task.status === 'claimed')
+          tasks.push({ ...task, executionId: row.execution_id, workspaceId: row.workspace_id });
+      }
+    }
+    return { tasks, checkpoint: rows[0]?.checkpoint ?? null };
   }
 
   /** One page, newest first, and the checkpoint it reflects (same statement, same snapshot). */

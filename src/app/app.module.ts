@@ -16,6 +16,7 @@ import type { SqlClient } from '../postgres/sql-client.port.js';
 import type { ProjectorOptions } from '../projector/projector.js';
 import { ProjectorModule } from '../projector/projector.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
+import { TasksModule } from '../tasks/tasks.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
@@ -39,6 +40,7 @@ export function roleModules(config: AppConfig): Type[] {
   if (runsRole(config, 'api'))
     modules.push(WorkflowsModule, ExecutionsModule, AdminModule, LiveModule, SecretsModule, AuditModule, WorkspacesModule);
   // The dispatcher role also admits executions of workspaces with a concurrency bound.
+  if (runsRole(config, 'api')) modules.push(TasksModule);
   if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);

@@ -1,12 +1,12 @@
 import { NotFoundError } from '../core/errors.js';
 import { ForbiddenError } from './auth.errors.js';
-import { roleAtLeast, type GlobalRole, type Principal, type WorkspaceRole } from './principal.js';
+import { roleAtLeast, TASK_WORKER_ROLE, type GlobalRole, type Principal, type WorkspaceGrant, type WorkspaceRole } from './principal.js';
 
 // Handlers that authorize also name the Principal: one import serves both.
-export type { GlobalRole, Principal, WorkspaceRole } from './principal.js';
+export type { GlobalRole, Principal, WorkspaceGrant, WorkspaceRole } from './principal.js';
 
 /** The principal's role in a workspace, or null when it has none there. */
-export function workspaceRoleOf(principal: Principal, workspaceId: string): WorkspaceRole | null {
+export function workspaceRoleOf(principal: Principal, workspaceId: string): WorkspaceGrant | null {
   return principal.workspaces.get(workspaceId) ?? null;
 }
 
@@ -40,5 +40,19 @@ export function requireWorkspaceRole(
 export function requireGlobalRole(principal: Principal, role: GlobalRole): void {
   if (!principal.global.has(role)) {
     throw new ForbiddenError(`this action requires the global ${role} role`, { requiredRole: role });
+  }
+}
+
+/**
+ * The task protocol (poll, heartbeat, complete) is for the workspace's `task-worker` grant only:
+ * no role at all is the same 404 as a missing resource, any other role is 403.
+ */
+export function requireTaskWorker(principal: Principal, workspaceId: string, notFoundMessage = `workspace ${workspaceId} not found`): void {
+  const role = workspaceRoleOf(principal, workspaceId);
+  if (role === null) throw new NotFoundError(notFoundMessage);
+  if (role !== TASK_WORKER_ROLE) {
+    throw new ForbiddenError(`this action requires the ${TASK_WORKER_ROLE} role in workspace ${workspaceId}`, {
+      requiredRole: TASK_WORKER_ROLE,
+    });
   }
 }

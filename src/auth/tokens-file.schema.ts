@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { GLOBAL_ROLES, WORKSPACE_ROLES, workspaceIdSchema, type GlobalRole, type WorkspaceRole } from './principal.js';
+import { GLOBAL_ROLES, WORKSPACE_GRANTS, workspaceIdSchema, type GlobalRole, type WorkspaceGrant } from './principal.js';
 
 /** Short secrets are guessable; generated tokens are 43 characters (32 random bytes, base64url). */
 export const MIN_TOKEN_LENGTH = 16;
@@ -23,7 +23,7 @@ export function tokenDigest(token: string): string {
 /** What one grant gives, whatever names its token. */
 export interface TokenGrant {
   subject: string;
-  workspaces: Record<string, WorkspaceRole>;
+  workspaces: Record<string, WorkspaceGrant>;
   global: GlobalRole[];
 }
 
@@ -43,7 +43,7 @@ export const tokenEntrySchema = z
     token: tokenSchema.optional(),
     tokenSha256: tokenDigestSchema.optional(),
     subject: z.string().min(1).max(200),
-    workspaces: z.record(workspaceIdSchema, z.enum(WORKSPACE_ROLES)).default({}),
+    workspaces: z.record(workspaceIdSchema, z.enum(WORKSPACE_GRANTS)).default({}),
     global: z.array(z.enum(GLOBAL_ROLES)).default([]),
   })
   .superRefine((entry, ctx) => {

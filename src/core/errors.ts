@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'approval_mismatch'
   | 'secret_not_found'
   | 'payload_too_large'
+  | 'output_too_large'
   | 'unsupported_media_type'
   | 'concurrency_conflict'
   | 'position_ahead'
@@ -119,5 +120,12 @@ export class WrongExpectedRevisionError extends DomainError {
       expected,
       actual,
     });
+  }
+}
+
+/** A task's output (or progress) larger than a node's output may be (docs/api.md, "Task queues"). HTTP 413. */
+export class OutputTooLargeError extends DomainError {
+  constructor(message: string, limitBytes: number) {
+    super('output_too_large', message, { limitBytes });
   }
 }

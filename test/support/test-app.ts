@@ -38,6 +38,8 @@ export const TOKENS = {
   adminB: 'token-admin-b',
   worker: 'token-worker',
   systemAdmin: 'token-system-admin',
+  taskWorkerA: 'token-task-worker-a',
+  taskWorkerB: 'token-task-worker-b',
 } as const;
 
 const ENTRIES: TokenEntry[] = [
@@ -48,6 +50,8 @@ const ENTRIES: TokenEntry[] = [
   { token: TOKENS.adminB, subject: 'bob', workspaces: { 'ws-b': 'admin' }, global: [] },
   { token: TOKENS.worker, subject: 'worker', workspaces: {}, global: ['worker'] },
   { token: TOKENS.systemAdmin, subject: 'root', workspaces: {}, global: ['system-admin'] },
+  { token: TOKENS.taskWorkerA, subject: 'billing-service', workspaces: { 'ws-a': 'task-worker' }, global: [] },
+  { token: TOKENS.taskWorkerB, subject: 'billing-service-b', workspaces: { 'ws-b': 'task-worker' }, global: [] },
 ];
 
 export interface TestApp {

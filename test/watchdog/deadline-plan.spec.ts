@@ -31,6 +31,8 @@ const EXECUTION_MS = 3_600_000;
 describe('planning the deadlines of a batch', () => {
   it('watches the queue deadline of a new attempt and the execution deadline of a new execution', () => {
     expect(plan([executionStarted(), attemptScheduled()])).toEqual({
+      taskUpserts: [],
+      taskRemovals: [],
       upserts: [
         { executionId: EXECUTION_ID, kind: 'execution', attemptId: null, dueMs: T0 + EXECUTION_MS },
         { executionId: EXECUTION_ID, kind: 'attempt', attemptId: ATTEMPT_1, dueMs: T0 + QUEUE_MS },
@@ -41,6 +43,8 @@ describe('planning the deadlines of a batch', () => {
 
   it('follows the lease through claims and heartbeats, keeping only the last', () => {
     expect(plan([attemptClaimed({ at: 1_000 }), leaseExtended({ at: 20_000 })])).toEqual({
+      taskUpserts: [],
+      taskRemovals: [],
       upserts: [{ executionId: EXECUTION_ID, kind: 'attempt', attemptId: ATTEMPT_1, dueMs: T0 + 20_000 + LEASE_MS }],
       removals: [],
     });
@@ -48,6 +52,8 @@ describe('planning the deadlines of a batch', () => {
 
   it('removes an ended attempt only while the row is still that attempt', () => {
     expect(plan([attemptFailed({ at: 5_000, error: FAILURE })])).toEqual({
+      taskUpserts: [],
+      taskRemovals: [],
       upserts: [],
       removals: [{ executionId: EXECUTION_ID, kind: 'attempt', attemptId: ATTEMPT_1 }],
     });
@@ -71,6 +77,8 @@ describe('planning the deadlines of a batch', () => {
       executionTimedOut({ at: 60_000 }),
     ];
     expect(plan(events)).toEqual({
+      taskUpserts: [],
+      taskRemovals: [],
       upserts: [],
       removals: [
         { executionId: EXECUTION_ID, kind: 'execution', attemptId: null },
@@ -84,5 +92,32 @@ describe('planning the deadlines of a batch', () => {
     expect(plan(events, new Map([[EXECUTION_ID, T0 + 90_000 + EXECUTION_MS]])).upserts).toEqual([
       { executionId: EXECUTION_ID, kind: 'execution', attemptId: null, dueMs: T0 + 90_000 + EXECUTION_MS },
     ]);
+  });
+
+  it('watches a claimed task until its lease or its timeout, whichever comes first, and forgets it when it ends', () => {
+    const taskId = `${EXECUTION_ID}.charge.1`;
+    const claimed: ExecutionEvent = {
+      type: 'TaskClaimed',
+      data: {
+        taskId,
+        workerId: 'poller-1',
+        fencingToken: 1,
+        leaseExpiresAt: new Date(T0 + 30_000).toISOString(),
+        timeoutAt: new Date(T0 + 60_000).toISOString(),
+        claimedAt: new Date(T0).toISOString(),
+      },
+    };
+    const extended: ExecutionEvent = {
+      type: 'TaskLeaseExtended',
+      data: { taskId, leaseExpiresAt: new Date(T0 + 40_000).toISOString(), at: new Date(T0 + 10_000).toISOString() },
+    };
+    // A heartbeat in the same batch keeps the claim's timeout.
+    expect(plan([claimed, extended]).taskUpserts).toEqual([
+      { taskId, executionId: EXECUTION_ID, leaseMs: T0 + 40_000, timeoutMs: T0 + 60_000 },
+    ]);
+    // A heartbeat alone leaves the timeout already noted (null: unchanged).
+    expect(plan([extended]).taskUpserts).toEqual([{ taskId, executionId: EXECUTION_ID, leaseMs: T0 + 40_000, timeoutMs: null }]);
+    const ended: ExecutionEvent = { type: 'TaskSucceeded', data: { taskId, output: null, at: new Date(T0 + 20_000).toISOString() } };
+    expect(plan([claimed, ended])).toMatchObject({ taskUpserts: [], taskRemovals: [taskId] });
   });
 });

@@ -1,7 +1,8 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { type Principal, requireGlobalRole } from '../../auth/authorization.js';
 import { workerActor } from '../../core/actors.js';
-import type { WorkflowSnapshot } from '../domain/execution.events.js';
+import type { ExecutionError, WorkflowSnapshot } from '../domain/execution.events.js';
+import { failedInTry } from '../domain/tasks.js';
 import { ExecutionStreams } from './execution-streams.js';
 import { runningAttempt } from './running-attempt.js';
 
@@ -17,6 +18,8 @@ export interface ClaimAttemptResult {
   input: Record<string, unknown>;
   /** Outputs of the nodes that already succeeded in earlier attempts: reused, never run again. */
   completedNodes: Record<string, unknown>;
+  /** Task nodes whose task failed past its retries earlier in this try: final, never run again. */
+  failedNodes: Record<string, ExecutionError>;
 }
 
 export class ClaimAttemptCommand extends Command<ClaimAttemptResult> {
@@ -61,6 +64,7 @@ export class ClaimAttemptHandler implements ICommandHandler<ClaimAttemptCommand>
       workflow: state.workflow,
       input: state.input,
       completedNodes,
+      failedNodes: failedInTry(state),
     };
   }
 }

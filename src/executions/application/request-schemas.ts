@@ -39,10 +39,11 @@ export const completeBodySchema = z
     output: z.unknown().optional(),
     error: executionErrorBodySchema.optional(),
     approval: z.strictObject({ nodeId: z.string().min(1).max(64), action: z.unknown() }).optional(),
+    tasks: z.array(z.string().min(1).max(64)).max(1000).optional(),
   })
   .refine((b) => b.outcome !== 'failed' || b.error !== undefined, { message: 'error is required when outcome is failed', path: ['error'] })
-  .refine((b) => b.outcome !== 'suspended' || b.approval !== undefined, {
-    message: 'approval is required when outcome is suspended',
+  .refine((b) => b.outcome !== 'suspended' || b.approval !== undefined || (b.tasks?.length ?? 0) > 0, {
+    message: 'approval or tasks is required when outcome is suspended',
     path: ['approval'],
   });
 
@@ -57,6 +58,7 @@ export const EXECUTION_STATUSES = [
   'queued',
   'running',
   'awaiting_approval',
+  'waiting',
   'succeeded',
   'failed',
   'timed_out',

@@ -45,7 +45,7 @@ const suspended = (config?: Record<string, unknown>): ExecutionEvent[] => [
     type: 'NodeAwaitingApproval',
     data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', action: ACTION, actionDigest: DIGEST, at: iso(5_000) },
   },
-  { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', at: iso(5_000) } },
+  { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, waits: [{ nodeId: 'sign-off', kind: 'approval' }], at: iso(5_000) } },
 ];
 
 function decide(o: { decision: 'approve' | 'reject'; actionDigest?: string; at: number; nodeId?: string; by?: string }): DecideApproval {

@@ -1,6 +1,6 @@
 import { sha256OfCanonical } from '../../core/canonical-json.js';
 import { ApprovalMismatchError, DomainError, InvalidStateError } from '../../core/errors.js';
-import type { CompleteAttempt, DecideApproval } from './execution.commands.js';
+import type { DecideApproval } from './execution.commands.js';
 import type { ExecutionEvent } from './execution.events.js';
 import { type StartedExecution, nextAttemptNumber } from './execution.state.js';
 
@@ -8,35 +8,15 @@ import { type StartedExecution, nextAttemptNumber } from './execution.state.js';
 export const actionDigestOf = (action: unknown): string => sha256OfCanonical(action ?? null);
 
 /**
- * The worker stopped at an approval node: record what it asks to approve and free the worker.
- * The digest is computed here from the action itself, never taken from the worker.
+ * The worker stopped at an approval node: record what it asks to approve (part of the attempt's
+ * suspension, `suspendAttempt`). The digest is computed here from the action itself, never taken
+ * from the worker.
  */
-export function suspendAtApproval(s: StartedExecution, command: CompleteAttempt): ExecutionEvent[] {
-  const { data, metadata } = command;
-  const at = metadata.now.toISOString();
-  const approval = data.approval;
-  if (!approval) throw new InvalidStateError('a suspended attempt must name the approval node and its action');
-  const node = s.workflow.graph.nodes.find((n) => n.id === approval.nodeId);
-  if (!node || node.type !== 'approval') throw new InvalidStateError(`node ${approval.nodeId} is not an approval node`);
-  if (s.cancelRequest) {
-    return [
-      { type: 'AttemptCancelled', data: { attemptId: data.attemptId, at } },
-      { type: 'ExecutionCancelled', data: { reason: s.cancelRequest.reason, at } },
-    ];
-  }
-  return [
-    {
-      type: 'NodeAwaitingApproval',
-      data: {
-        attemptId: data.attemptId,
-        nodeId: approval.nodeId,
-        action: approval.action ?? null,
-        actionDigest: actionDigestOf(approval.action),
-        at,
-      },
-    },
-    { type: 'AttemptSuspended', data: { attemptId: data.attemptId, nodeId: approval.nodeId, at } },
-  ];
+export function awaitApproval(attemptId: string, approval: { nodeId: string; action: unknown }, at: string): ExecutionEvent {
+  return {
+    type: 'NodeAwaitingApproval',
+    data: { attemptId, nodeId: approval.nodeId, action: approval.action ?? null, actionDigest: actionDigestOf(approval.action), at },
+  };
 }
 
 /** A person who may operate the workspace but is not among the approvers the approval node names. HTTP 403. */

@@ -58,6 +58,16 @@ describe('parseExecutionEvent', () => {
       expect(parseExecutionEvent(recorded('ExecutionStarted', startedV1(null, null))).data).toMatchObject({ idempotency: null });
     });
 
+    it('reads a suspension of versions 1 and 2, which named one approval node, as one that waits for that approval', () => {
+      const at = '2026-11-29T00:00:00.000Z';
+      for (const schemaVersion of [1, 2]) {
+        expect(parseExecutionEvent(recorded('AttemptSuspended', { attemptId: 'a1', nodeId: 'sign-off', at }, { schemaVersion }))).toEqual({
+          type: 'AttemptSuspended',
+          data: { attemptId: 'a1', waits: [{ nodeId: 'sign-off', kind: 'approval' }], at },
+        });
+      }
+    });
+
     it('reads the other events of version 1 unchanged', () => {
       const data = { reason: 'stop', at: '2026-11-29T00:00:00.000Z' };
       expect(parseExecutionEvent(recorded('ExecutionCancelled', data, { schemaVersion: 1 }))).toEqual({ type: 'ExecutionCancelled', data });
@@ -70,6 +80,8 @@ describe('parseExecutionEvent', () => {
       { reason: null, at: '2026-11-29T00:00:00.000Z' },
       { schemaVersion: EXECUTION_SCHEMA_VERSION + 1 },
     );
-    expect(() => parseExecutionEvent(event)).toThrow(/unknown schemaVersion 3 \(written by a newer Flostra\)/);
+    expect(() => parseExecutionEvent(event)).toThrow(
+      new RegExp(`unknown schemaVersion ${EXECUTION_SCHEMA_VERSION + 1} \\(written by a newer Flostra\\)`),
+    );
   });
 });

@@ -4,12 +4,14 @@ import { recordedVersion, upcast, type Upcasters } from '../../core/upcasting.js
 import { type ExecutionEvent, type ExecutionEventType, executionEventSchemas } from './execution.events.js';
 
 /** Schema version of the execution events this code writes; older ones are upcast when read. */
-export const EXECUTION_SCHEMA_VERSION = 2;
+export const EXECUTION_SCHEMA_VERSION = 3;
 
 /**
  * From one schema version to the next, per event type (see core/upcasting.ts):
  * - 1 → 2: ExecutionStarted's `idempotencyKey` and `requestFingerprint` became one nullable
  *   `idempotency: { key, fingerprint }`, the shape the start command and the state use.
+ * - 2 → 3: AttemptSuspended's one `nodeId` (always an approval node) became the list of what the
+ *   attempt waits for, `waits: [{ nodeId, kind }]`, so tasks (and later other waits) suspend too.
  */
 export const EXECUTION_UPCASTERS: Upcasters = {
   ExecutionStarted: {
@@ -21,6 +23,13 @@ export const EXECUTION_UPCASTERS: Upcasters = {
           ? { key: idempotencyKey, fingerprint: requestFingerprint }
           : null;
       return { ...rest, idempotency };
+    },
+  },
+  AttemptSuspended: {
+    2: (data) => {
+      if (typeof data !== 'object' || data === null) return data;
+      const { nodeId, ...rest } = data as Record<string, unknown>;
+      return typeof nodeId === 'string' ? { ...rest, waits: [{ nodeId, kind: 'approval' }] } : data;
     },
   },
 };

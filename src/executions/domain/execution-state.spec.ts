@@ -115,6 +115,8 @@ describe('evolve', () => {
       redrives: {},
       pendingApproval: null,
       approvalDecisions: {},
+      tasks: {},
+      waits: [],
       lastFencingToken: 2,
       awaitingSlot: null,
       slotAttemptId: null,

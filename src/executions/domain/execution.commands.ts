@@ -42,11 +42,22 @@ export interface Fence {
 
 export type Heartbeat = { type: 'Heartbeat'; data: Fence; metadata: CommandMetadata };
 
-export type NodeResultKind = 'node_started' | 'node_succeeded' | 'node_failed' | 'node_skipped';
+export type NodeResultKind = 'node_started' | 'node_succeeded' | 'node_failed' | 'node_skipped' | 'node_waiting';
+
+/** What a node that waits outside the engine asks for: for a task node, its task with this input. */
+export type NodeWaitRequest = { kind: 'task'; input: unknown };
 
 export type RecordNodeResult = {
   type: 'RecordNodeResult';
-  data: Fence & { kind: NodeResultKind; nodeId: string; output?: unknown; error?: ExecutionError; reason?: string };
+  data: Fence & {
+    kind: NodeResultKind;
+    nodeId: string;
+    output?: unknown;
+    error?: ExecutionError;
+    reason?: string;
+    /** For `node_waiting`: what the node waits for. */
+    wait?: NodeWaitRequest;
+  };
   metadata: CommandMetadata;
 };
 
@@ -60,6 +71,8 @@ export type CompleteAttempt = {
     error?: ExecutionError;
     /** For outcome `suspended`: the approval node reached and the exact action it asks to approve. */
     approval?: { nodeId: string; action: unknown };
+    /** For outcome `suspended`: the task nodes waiting for their tasks. */
+    tasks?: string[];
     /** Id for the retry attempt, used only if the policy schedules one. */
     nextAttemptId: string;
     /** Uniform in [0, 1): spreads retry backoff. */
@@ -107,7 +120,44 @@ export type DecideApproval = {
   metadata: CommandMetadata;
 };
 
+/** A poller of the task's queue takes it (the poll's claim). */
+export type ClaimTask = { type: 'ClaimTask'; data: { taskId: string; workerId: string }; metadata: CommandMetadata };
+
+/** What proves a poller holds the current claim of a task. */
+export interface TaskFence {
+  taskId: string;
+  workerId: string;
+  fencingToken: number;
+}
+
+export type HeartbeatTask = { type: 'HeartbeatTask'; data: TaskFence & { progress?: unknown }; metadata: CommandMetadata };
+
+export type CompleteTask = {
+  type: 'CompleteTask';
+  data: TaskFence & {
+    outcome: 'succeeded' | 'failed';
+    output?: unknown;
+    error?: ExecutionError;
+    /** Id of the resume attempt, used only if the task's end lets a suspended execution go on. */
+    nextAttemptId: string;
+    /** Uniform in [0, 1): spreads the backoff of a retried task. */
+    jitter: number;
+  };
+  metadata: CommandMetadata;
+};
+
+/** The watchdog's verdict that a claimed task's lease or timeout passed; the decider checks it. */
+export type TimeOutTask = {
+  type: 'TimeOutTask';
+  data: { taskId: string; nextAttemptId: string; jitter: number };
+  metadata: CommandMetadata;
+};
+
 export type ExecutionCommand =
+  | ClaimTask
+  | HeartbeatTask
+  | CompleteTask
+  | TimeOutTask
   | StartExecution
   | AdmitExecution
   | ClaimAttempt

@@ -24,7 +24,8 @@ import {
   nextAttemptNumber,
 } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
-import { decideApproval, suspendAtApproval } from './decide-approval.js';
+import { awaitApproval, decideApproval } from './decide-approval.js';
+import { claimTask, completeTask, heartbeatTask, scheduleTask, suspendAttempt, timeOutTask, withTasksCancelled } from './tasks.js';
 import { timeOutExecution } from './time-out-execution.js';
 import { admitExecution } from './admit-execution.js';
 
@@ -164,6 +165,7 @@ function recordNodeResult(command: RecordNodeResult, state: ExecutionState): Exe
   const s = started(state);
   const { data, metadata } = command;
   const at = iso(metadata.now);
+  if (data.kind === 'node_waiting') return scheduleTask(s, command, (current) => requireLiveClaim(current, data, metadata.now));
   const previous = s.nodes[data.nodeId];
   const target = { node_started: 'running', node_succeeded: 'succeeded', node_failed: 'failed', node_skipped: 'skipped' }[data.kind];
   // A redelivered result of the same claim is already recorded: nothing new to say. A start
@@ -212,7 +214,7 @@ function completeAttempt(command: CompleteAttempt, state: ExecutionState): Execu
   requireLiveClaim(s, data, now);
   switch (data.outcome) {
     case 'suspended':
-      return suspendAtApproval(s, command);
+      return suspendAttempt(s, command, (approval) => awaitApproval(data.attemptId, approval, at));
     case 'succeeded':
       return [
         { type: 'AttemptSucceeded', data: { attemptId: data.attemptId, output: data.output ?? null, at } },
@@ -347,6 +349,12 @@ function requestRedrive(command: RequestRedrive, state: ExecutionState): Executi
 }
 
 export function decide(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
+  const events = decideCommand(command, state);
+  // A cancel request or the execution's end ends its live tasks in the same append.
+  return state.status === 'not_started' ? events : withTasksCancelled(state, events, command.metadata.now);
+}
+
+function decideCommand(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
   switch (command.type) {
     case 'StartExecution':
       return startExecution(command, state);
@@ -370,6 +378,14 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
       return requestRedrive(command, state);
     case 'DecideApproval':
       return decideApproval(started(state), command);
+    case 'ClaimTask':
+      return claimTask(started(state), command);
+    case 'HeartbeatTask':
+      return heartbeatTask(started(state), command);
+    case 'CompleteTask':
+      return completeTask(started(state), command);
+    case 'TimeOutTask':
+      return timeOutTask(started(state), command);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${(unknown as { type: string }).type}`);

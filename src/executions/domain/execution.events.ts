@@ -49,6 +49,10 @@ export const workflowSnapshotSchema = z.object({
 });
 export type WorkflowSnapshot = z.infer<typeof workflowSnapshotSchema>;
 
+/** A node the attempt stopped at, and what it waits for. */
+export const waitSchema = z.object({ nodeId: z.string(), kind: z.enum(['approval', 'task']) });
+export type Wait = z.infer<typeof waitSchema>;
+
 const attemptReason = z.enum(['start', 'retry', 'redrive', 'resume']);
 export type AttemptReason = z.infer<typeof attemptReason>;
 
@@ -97,8 +101,13 @@ export const executionEventSchemas = {
   NodeSkipped: z.object({ attemptId: z.string(), nodeId: z.string(), reason: z.string(), at: isoTime }),
   /** An approval node waits for a human decision bound to the digest of this exact action. */
   NodeAwaitingApproval: z.object({ attemptId: z.string(), nodeId: z.string(), action: json, actionDigest: z.string(), at: isoTime }),
-  /** The attempt stopped at an approval and freed its worker; a decision schedules a resume attempt. */
-  AttemptSuspended: z.object({ attemptId: z.string(), nodeId: z.string(), at: isoTime }),
+  /**
+   * Schema version 3; before it, one `nodeId` (an approval) stood where `waits` is (upcast on read).
+   * Every runnable node of the attempt waits for a fact from outside the engine (a decision, a
+   * task's end): the attempt ended and freed its worker; the fact that ends a wait schedules a
+   * resume attempt (docs/architecture.md, "Waiting steps").
+   */
+  AttemptSuspended: z.object({ attemptId: z.string(), waits: z.array(waitSchema).min(1), at: isoTime }),
   ApprovalGranted: z.object({
     nodeId: z.string(),
     actionDigest: z.string(),
@@ -113,6 +122,39 @@ export const executionEventSchemas = {
     comment: z.string().nullable(),
     at: isoTime,
   }),
+  /**
+   * A task node asked for its task: `taskId` names this node's `seq`-th task of the execution
+   * (`<executionId>.<nodeId>.<seq>`), `taskAttempt` counts the tries of the node's current run
+   * (what its retry policy counts). Not handed out before `notBefore`.
+   */
+  TaskScheduled: z.object({
+    taskId: z.string(),
+    nodeId: z.string(),
+    attemptId: z.string(),
+    queue: z.string(),
+    input: json,
+    taskAttempt: z.number().int().min(1),
+    timeoutMs: z.number().int().min(1).nullable(),
+    heartbeatTimeoutMs: z.number().int().min(1),
+    notBefore: isoTime,
+    scheduledAt: isoTime,
+  }),
+  /** A poller's claim won: it alone may heartbeat and complete the task, fenced by its token. */
+  TaskClaimed: z.object({
+    taskId: z.string(),
+    workerId: z.string(),
+    fencingToken: z.number().int().min(1),
+    leaseExpiresAt: isoTime,
+    /** When the claim must have completed whatever its heartbeats (`timeoutMs` after the claim); null without one. */
+    timeoutAt: isoTime.nullable(),
+    claimedAt: isoTime,
+  }),
+  TaskLeaseExtended: z.object({ taskId: z.string(), leaseExpiresAt: isoTime, progress: json.optional(), at: isoTime }),
+  TaskSucceeded: z.object({ taskId: z.string(), output: json, at: isoTime }),
+  TaskFailed: z.object({ taskId: z.string(), error: executionErrorSchema, at: isoTime }),
+  TaskTimedOut: z.object({ taskId: z.string(), reason: z.enum(['lease_expired', 'timeout']), deadline: isoTime, at: isoTime }),
+  /** The execution was cancelled or ended while the task was waiting or claimed. */
+  TaskCancelled: z.object({ taskId: z.string(), at: isoTime }),
   AttemptSucceeded: z.object({ attemptId: z.string(), output: json, at: isoTime }),
   AttemptFailed: z.object({ attemptId: z.string(), error: executionErrorSchema, at: isoTime }),
   AttemptTimedOut: z.object({

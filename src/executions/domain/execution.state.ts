@@ -1,4 +1,4 @@
-import type { AttemptReason, ExecutionError, ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
+import type { AttemptReason, ExecutionError, ExecutionEvent, Wait, WorkflowSnapshot } from './execution.events.js';
 
 export type EndedAttemptStatus = 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 export type AttemptStatus = 'queued' | 'running' | EndedAttemptStatus;
@@ -46,7 +46,8 @@ export interface EndedAttempt extends AttemptFields {
 
 export type Attempt = QueuedAttempt | RunningAttempt | EndedAttempt;
 
-export type NodeStatus = 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'skipped';
+/** `waiting`: its task is scheduled or claimed (see `tasks`); `cancelled`: its task was cancelled with the execution. */
+export type NodeStatus = 'running' | 'awaiting_approval' | 'waiting' | 'succeeded' | 'failed' | 'skipped' | 'cancelled';
 
 export interface NodeRecord {
   nodeId: string;
@@ -57,6 +58,34 @@ export interface NodeRecord {
   output?: unknown;
   error?: ExecutionError;
   reason?: string;
+}
+
+export type TaskStatus = 'scheduled' | 'claimed' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+
+/** One task of a task node: handed to a poller of its queue, run by the user's own code. */
+export interface TaskRecord {
+  taskId: string;
+  nodeId: string;
+  /** The attempt whose run of the graph asked for it (or for the task it retries). */
+  attemptId: string;
+  queue: string;
+  input: unknown;
+  /** Tries of the node's current run, this one included: what the node's retry policy counts. */
+  taskAttempt: number;
+  timeoutMs: number | null;
+  heartbeatTimeoutMs: number;
+  notBefore: string;
+  scheduledAt: string;
+  status: TaskStatus;
+  workerId: string | null;
+  fencingToken: number | null;
+  claimedAt: string | null;
+  leaseExpiresAt: string | null;
+  timeoutAt: string | null;
+  endedAt: string | null;
+  progress?: unknown;
+  output?: unknown;
+  error?: ExecutionError;
 }
 
 /** The attempt a run waits to have scheduled until its workspace's quota grants it a slot. */
@@ -94,7 +123,11 @@ interface ExecutionFields {
   pendingApproval: { nodeId: string; attemptId: string; action: unknown; actionDigest: string } | null;
   /** Last decision per approval node: a repeated identical decision is a replay. */
   approvalDecisions: Record<string, { decision: 'approve' | 'reject'; actionDigest: string }>;
-  /** Last fencing token handed out; every claim gets a larger one. */
+  /** Every task ever scheduled for the execution's task nodes, by task id. */
+  tasks: Record<string, TaskRecord>;
+  /** What the last suspended attempt waited for; empty while nothing is suspended. */
+  waits: Wait[];
+  /** Last fencing token handed out (attempts and tasks alike); every claim gets a larger one. */
   lastFencingToken: number;
   /** The run waits for a quota slot before its first attempt is scheduled; null otherwise. */
   awaitingSlot: AwaitedSlot | null;
@@ -108,7 +141,8 @@ interface ExecutionFields {
   endReason?: string | null;
 }
 
-export type ActiveStatus = 'queued' | 'running' | 'awaiting_approval';
+/** `waiting`: the attempt suspended and every runnable node waits for a task (none for an approval). */
+export type ActiveStatus = 'queued' | 'running' | 'awaiting_approval' | 'waiting';
 export type FinalStatus = 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 export type ExecutionStatus = ActiveStatus | FinalStatus;
 
@@ -160,6 +194,8 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       redrives: {},
       pendingApproval: null,
       approvalDecisions: {},
+      tasks: {},
+      waits: [],
       lastFencingToken: 0,
       awaitingSlot: null,
       slotAttemptId: null,
@@ -193,6 +229,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       return {
         ...s,
         status: 'queued',
+        waits: [],
         attempts: [...s.attempts, attempt],
         attemptsInRun: s.attemptsInRun + spent,
         updatedAt: d.scheduledAt,
@@ -259,8 +296,104 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         },
       };
     }
-    case 'AttemptSuspended':
-      return { ...endAttempt(s, event.data.attemptId, 'suspended', event.data.at, {}), status: 'awaiting_approval' };
+    case 'AttemptSuspended': {
+      const waits = event.data.waits;
+      const status = waits.some((w) => w.kind === 'approval') && s.pendingApproval !== null ? 'awaiting_approval' : 'waiting';
+      return { ...endAttempt(s, event.data.attemptId, 'suspended', event.data.at, {}), status, waits };
+    }
+    case 'TaskScheduled': {
+      const d = event.data;
+      const task: TaskRecord = {
+        taskId: d.taskId,
+        nodeId: d.nodeId,
+        attemptId: d.attemptId,
+        queue: d.queue,
+        input: d.input,
+        taskAttempt: d.taskAttempt,
+        timeoutMs: d.timeoutMs,
+        heartbeatTimeoutMs: d.heartbeatTimeoutMs,
+        notBefore: d.notBefore,
+        scheduledAt: d.scheduledAt,
+        status: 'scheduled',
+        workerId: null,
+        fencingToken: null,
+        claimedAt: null,
+        leaseExpiresAt: null,
+        timeoutAt: null,
+        endedAt: null,
+      };
+      const previous = s.nodes[d.nodeId];
+      const continues = previous?.status === 'waiting';
+      const node: NodeRecord = {
+        nodeId: d.nodeId,
+        attemptId: continues ? previous.attemptId : d.attemptId,
+        status: 'waiting',
+        startedAt: continues ? previous.startedAt : d.scheduledAt,
+        endedAt: null,
+      };
+      return { ...s, updatedAt: d.scheduledAt, tasks: { ...s.tasks, [d.taskId]: task }, nodes: { ...s.nodes, [d.nodeId]: node } };
+    }
+    case 'TaskClaimed': {
+      const d = event.data;
+      return {
+        ...s,
+        updatedAt: d.claimedAt,
+        lastFencingToken: Math.max(s.lastFencingToken, d.fencingToken),
+        tasks: withTask(s, d.taskId, (t) => ({
+          ...t,
+          status: 'claimed',
+          workerId: d.workerId,
+          fencingToken: d.fencingToken,
+          claimedAt: d.claimedAt,
+          leaseExpiresAt: d.leaseExpiresAt,
+          timeoutAt: d.timeoutAt,
+        })),
+      };
+    }
+    case 'TaskLeaseExtended': {
+      const d = event.data;
+      return {
+        ...s,
+        updatedAt: d.at,
+        tasks: withTask(s, d.taskId, (t) => ({
+          ...t,
+          leaseExpiresAt: d.leaseExpiresAt,
+          ...(d.progress !== undefined ? { progress: d.progress } : {}),
+        })),
+      };
+    }
+    case 'TaskSucceeded':
+      return {
+        ...s,
+        updatedAt: event.data.at,
+        tasks: withTask(s, event.data.taskId, (t) => ({ ...t, status: 'succeeded', endedAt: event.data.at, output: event.data.output })),
+      };
+    case 'TaskFailed':
+      return {
+        ...s,
+        updatedAt: event.data.at,
+        tasks: withTask(s, event.data.taskId, (t) => ({ ...t, status: 'failed', endedAt: event.data.at, error: event.data.error })),
+      };
+    case 'TaskTimedOut':
+      return {
+        ...s,
+        updatedAt: event.data.at,
+        tasks: withTask(s, event.data.taskId, (t) => ({ ...t, status: 'timed_out', endedAt: event.data.at })),
+      };
+    case 'TaskCancelled': {
+      const task = s.tasks[event.data.taskId];
+      const node = task === undefined ? undefined : s.nodes[task.nodeId];
+      const nodes =
+        node?.status === 'waiting'
+          ? { ...s.nodes, [node.nodeId]: { ...node, status: 'cancelled' as const, endedAt: event.data.at } }
+          : s.nodes;
+      return {
+        ...s,
+        updatedAt: event.data.at,
+        nodes,
+        tasks: withTask(s, event.data.taskId, (t) => ({ ...t, status: 'cancelled', endedAt: event.data.at })),
+      };
+    }
     case 'ApprovalGranted':
     case 'ApprovalRejected': {
       const d = event.data;
@@ -350,6 +483,11 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       return unknown;
     }
   }
+}
+
+function withTask(s: StartedExecution, taskId: string, change: (t: TaskRecord) => TaskRecord): Record<string, TaskRecord> {
+  const task = s.tasks[taskId];
+  return task === undefined ? s.tasks : { ...s.tasks, [taskId]: change(task) };
 }
 
 function endAttempt(

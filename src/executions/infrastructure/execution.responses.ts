@@ -46,12 +46,31 @@ const attemptView = z.strictObject({
 
 const nodeView = z.strictObject({
   nodeId: identifierField,
-  status: z.enum(['running', 'awaiting_approval', 'succeeded', 'failed', 'skipped']),
+  status: z.enum(['running', 'awaiting_approval', 'waiting', 'succeeded', 'failed', 'skipped', 'cancelled']),
   attemptId: z.string().meta({ description: 'The attempt that ran the node last.' }),
   output: anyJson.meta({ description: 'The node’s output, or null.' }),
   error: executionErrorSchema.nullable(),
   startedAt: nullableTimestamp,
   endedAt: nullableTimestamp,
+});
+
+const taskView = z.strictObject({
+  taskId: z.string(),
+  nodeId: identifierField,
+  queue: z.string(),
+  taskAttempt: z.number().int().min(1).meta({ description: 'Tries of the node’s current run, this one included.' }),
+  status: z.enum(['scheduled', 'claimed', 'succeeded', 'failed', 'timed_out', 'cancelled']),
+  input: anyJson,
+  workerId: z.string().nullable(),
+  notBefore: timestampField,
+  scheduledAt: timestampField,
+  claimedAt: nullableTimestamp,
+  leaseExpiresAt: nullableTimestamp,
+  timeoutAt: nullableTimestamp,
+  endedAt: nullableTimestamp,
+  progress: anyJson.meta({ description: 'The last progress a heartbeat reported, or null.' }),
+  output: anyJson.meta({ description: 'The task’s output once it succeeded, else null.' }),
+  error: executionErrorSchema.nullable(),
 });
 
 /** `toView`: one execution from the `executions` read model. */
@@ -70,6 +89,7 @@ export const executionViewSchema = z
     pendingApproval: z.strictObject({ nodeId: identifierField, action: anyJson, actionDigest: digestField }).nullable(),
     attempts: z.array(attemptView),
     nodes: z.array(nodeView).meta({ description: 'In the graph’s node order; only nodes that started.' }),
+    tasks: z.array(taskView).meta({ description: 'Every task of the execution’s task nodes, in the order they were scheduled.' }),
     startedAt: timestampField,
     updatedAt: timestampField,
     endedAt: nullableTimestamp,
@@ -145,6 +165,9 @@ export const claimReplySchema = z
     completedNodes: z
       .record(z.string(), anyJson)
       .meta({ description: 'Outputs of the nodes that succeeded in earlier attempts, by node id.' }),
+    failedNodes: z.record(z.string(), executionErrorSchema).meta({
+      description: 'Task nodes whose task failed past its retries earlier in this try, by node id: final and failed, never run again.',
+    }),
   })
   .meta({ id: 'ClaimReply' });
 

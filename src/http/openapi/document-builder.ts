@@ -75,6 +75,7 @@ export function buildOpenApiDocument(routes: readonly DiscoveredRoute[], info: D
             scheme: 'bearer',
             description:
               'A token from FLOSTRA_TOKENS_FILE. It carries roles per workspace (`viewer` < `operator` < `editor` < `admin`) and global ones (`worker`, `system-admin`); ' +
+              '`task-worker`, outside that ladder, may only poll, heartbeat and complete the workspace’s tasks; ' +
               'an operation lists the role it needs.',
           },
         },
@@ -127,6 +128,11 @@ function accessText(access: RouteAccess): string {
     case 'global':
       return `Requires the global \`${access.role}\` role.`;
     case 'workspace':
+      if (access.role === 'task-worker') {
+        return access.of === 'path'
+          ? 'Requires the `task-worker` grant in the workspace (no role there: 404; another role: 403).'
+          : 'Requires the `task-worker` grant in the workspace the task belongs to (no role there: 404, as if it did not exist; another role: 403).';
+      }
       return access.of === 'path'
         ? `Requires at least the \`${access.role}\` role in the workspace (none there: 404).`
         : `Requires at least the \`${access.role}\` role in the workspace the resource belongs to (none there: 404, as if it did not exist).`;

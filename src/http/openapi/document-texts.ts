@@ -19,6 +19,7 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
     'the resume position is of this store’s form but beyond the end of its event log (from another deployment, or made up); reconnect without it.',
   request_timeout: 'the request body did not arrive within FLOSTRA_HTTP_BODY_TIMEOUT_MS (`timeoutMs`); the connection is closed.',
   payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`), as declared by Content-Length or as read.',
+  output_too_large: 'a task’s output or progress is larger than a node’s output may be (`limitBytes`); nothing was recorded.',
   unsupported_media_type: 'a body that is not JSON in UTF-8.',
   too_many_streams:
     'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',

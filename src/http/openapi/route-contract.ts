@@ -1,6 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 import type { z } from 'zod';
-import type { GlobalRole, WorkspaceRole } from '../../auth/principal.js';
+import type { GlobalRole, WorkspaceGrant } from '../../auth/principal.js';
 import type { ErrorCode } from '../../core/errors.js';
 
 /**
@@ -48,7 +48,7 @@ export interface RouteContract {
 export type RouteAccess =
   | { readonly kind: 'public' }
   /** A role in the workspace of the path, or of the resource the route loads (then 404 without any role there). */
-  | { readonly kind: 'workspace'; readonly role: WorkspaceRole; readonly of: 'path' | 'resource' }
+  | { readonly kind: 'workspace'; readonly role: WorkspaceGrant; readonly of: 'path' | 'resource' }
   | { readonly kind: 'global'; readonly role: GlobalRole };
 
 export type RouteResponse =
@@ -62,7 +62,7 @@ export const empty = (description: string): RouteResponse => ({ kind: 'empty', d
 export const eventStream = (description: string, schema: z.ZodType): RouteResponse => ({ kind: 'event-stream', description, schema });
 
 export const PUBLIC: RouteAccess = { kind: 'public' };
-export const workspaceRole = (role: WorkspaceRole, of: 'path' | 'resource'): RouteAccess => ({ kind: 'workspace', role, of });
+export const workspaceRole = (role: WorkspaceGrant, of: 'path' | 'resource'): RouteAccess => ({ kind: 'workspace', role, of });
 export const globalRole = (role: GlobalRole): RouteAccess => ({ kind: 'global', role });
 
 const CONTRACTS = new WeakSet<RouteContract>();
@@ -114,6 +114,7 @@ export const ERROR_ORDER = [
   'concurrency_conflict',
   'position_ahead',
   'payload_too_large',
+  'output_too_large',
   'unsupported_media_type',
   'too_many_streams',
   'unavailable',

@@ -129,6 +129,7 @@ export class ResultIngestor {
       case 'node_succeeded':
       case 'node_failed':
       case 'node_skipped':
+      case 'node_waiting':
         return {
           type: 'RecordNodeResult',
           data: {
@@ -137,6 +138,7 @@ export class ResultIngestor {
             nodeId: result.nodeId!,
             ...extra,
             ...(result.reason !== undefined ? { reason: result.reason } : {}),
+            ...(result.wait !== undefined ? { wait: { kind: result.wait.kind, input: result.wait.input ?? null } } : {}),
           },
           metadata,
         };
@@ -159,7 +161,8 @@ export class ResultIngestor {
           data: {
             ...fence,
             outcome: 'suspended',
-            approval: { nodeId: result.nodeId!, action },
+            ...(result.nodeId !== undefined ? { approval: { nodeId: result.nodeId, action } } : {}),
+            ...(result.tasks !== undefined ? { tasks: result.tasks } : {}),
             nextAttemptId: this.deps.ids.uuid(),
             jitter: Math.random(),
           },

@@ -12,6 +12,7 @@ export const RESULT_KINDS = [
   'node_succeeded',
   'node_failed',
   'node_skipped',
+  'node_waiting',
   'attempt_succeeded',
   'attempt_failed',
   'attempt_cancelled',
@@ -20,8 +21,9 @@ export const RESULT_KINDS = [
 
 /**
  * A worker result on `flostra.results.v1` (docs/api.md, "Worker protocol"). Extensions: `reason` (why a
- * node was skipped) and `attempt_suspended` (the attempt stopped at the approval node `nodeId`;
- * `output.action` is the exact action to approve). Node results name their node.
+ * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`)
+ * and `attempt_suspended` (the attempt stopped at the approval node `nodeId`, whose `output.action`
+ * is the exact action to approve, and at the task nodes `tasks`). Node results name their node.
  */
 export const resultMessageSchema = z
   .object({
@@ -36,15 +38,18 @@ export const resultMessageSchema = z
     output: z.unknown().optional(),
     error: executionErrorSchema.optional(),
     reason: z.string().max(1024).optional(),
+    wait: z.object({ kind: z.literal('task'), input: z.unknown() }).optional(),
+    tasks: z.array(id).max(1000).optional(),
   })
   .refine((m) => !m.kind.startsWith('node_') || m.nodeId !== undefined, {
     message: 'nodeId is required for node results',
     path: ['nodeId'],
   })
-  .refine((m) => m.kind !== 'attempt_suspended' || m.nodeId !== undefined, {
-    message: 'nodeId is required for a suspended attempt',
+  .refine((m) => m.kind !== 'attempt_suspended' || m.nodeId !== undefined || (m.tasks?.length ?? 0) > 0, {
+    message: 'a suspended attempt names its approval node (nodeId) or its waiting task nodes (tasks)',
     path: ['nodeId'],
-  });
+  })
+  .refine((m) => m.kind !== 'node_waiting' || m.wait !== undefined, { message: 'wait is required for a waiting node', path: ['wait'] });
 
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
 

@@ -21,10 +21,27 @@ export interface DeadlineRemoval {
   attemptId: string | null;
 }
 
+/**
+ * The deadline of a claimed task: its lease (`leaseMs`), or its timeout when that comes first.
+ * `timeoutMs` null keeps the timeout already noted (a heartbeat moves only the lease).
+ */
+export interface TaskDeadline {
+  taskId: string;
+  executionId: string;
+  leaseMs: number;
+  timeoutMs: number | null;
+}
+
 export interface DeadlinePlan {
   upserts: Deadline[];
   removals: DeadlineRemoval[];
+  /** Claimed tasks' deadlines, one change per task. */
+  taskUpserts: TaskDeadline[];
+  /** Tasks that ended: their deadlines go. */
+  taskRemovals: string[];
 }
+
+const TASK_ENDINGS = new Set(['TaskSucceeded', 'TaskFailed', 'TaskTimedOut', 'TaskCancelled']);
 
 const ATTEMPT_ENDINGS = new Set(['AttemptSucceeded', 'AttemptFailed', 'AttemptTimedOut', 'AttemptCancelled', 'AttemptSuspended']);
 const EXECUTION_ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
@@ -50,7 +67,28 @@ export function planDeadlines(
     changes.set(key, { op: 'remove', removal: { executionId, kind, attemptId: owner } });
   };
 
+  const tasks = new Map<string, { op: 'upsert'; deadline: TaskDeadline } | { op: 'remove' }>();
   for (const { executionId, event } of events) {
+    if (event.type === 'TaskClaimed' || event.type === 'TaskLeaseExtended') {
+      const previous = tasks.get(event.data.taskId);
+      const timeoutMs =
+        event.type === 'TaskClaimed'
+          ? event.data.timeoutAt === null
+            ? null
+            : Date.parse(event.data.timeoutAt)
+          : previous?.op === 'upsert'
+            ? previous.deadline.timeoutMs
+            : null;
+      tasks.set(event.data.taskId, {
+        op: 'upsert',
+        deadline: { taskId: event.data.taskId, executionId, leaseMs: Date.parse(event.data.leaseExpiresAt), timeoutMs },
+      });
+      continue;
+    }
+    if (TASK_ENDINGS.has(event.type)) {
+      tasks.set((event.data as { taskId: string }).taskId, { op: 'remove' });
+      continue;
+    }
     const attempt = (attemptId: string, due: string) => upsert({ executionId, kind: 'attempt', attemptId, dueMs: Date.parse(due) });
     switch (event.type) {
       case 'ExecutionStarted':
@@ -82,7 +120,11 @@ export function planDeadlines(
     }
   }
 
-  const plan: DeadlinePlan = { upserts: [], removals: [] };
+  const plan: DeadlinePlan = { upserts: [], removals: [], taskUpserts: [], taskRemovals: [] };
+  for (const [taskId, change] of tasks) {
+    if (change.op === 'upsert') plan.taskUpserts.push(change.deadline);
+    else plan.taskRemovals.push(taskId);
+  }
   for (const change of changes.values()) {
     if (change.op === 'upsert') plan.upserts.push(change.deadline);
     else plan.removals.push(change.removal);

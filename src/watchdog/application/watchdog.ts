@@ -17,7 +17,7 @@ import {
   startCheckpointedSubscription,
 } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
-import type { DeadlineTable, DueDeadline } from '../infrastructure/deadline-table.js';
+import type { DeadlineTable, DueDeadline, DueTaskDeadline } from '../infrastructure/deadline-table.js';
 import { planDeadlines } from './deadline-plan.js';
 
 export interface WatchdogDeps {
@@ -120,11 +120,16 @@ export class Watchdog {
     const plan = planDeadlines(events, runDeadlines);
     const last = batch[batch.length - 1];
     if (last === undefined) return;
-    if (!this.throttle.shouldSave(plan.upserts.length + plan.removals.length > 0, last.position)) return;
+    const changes = plan.upserts.length + plan.removals.length + plan.taskUpserts.length + plan.taskRemovals.length;
+    if (!this.throttle.shouldSave(changes > 0, last.position)) return;
     // Deadlines and checkpoint are derived from the log: a crash may lose both, never one.
     await this.deps.sql.transaction(
       async (tx) => {
-        await Promise.all([this.deps.deadlines.apply(plan, tx), this.deps.checkpoints.save(this.options.name, last.position, tx)]);
+        await Promise.all([
+          this.deps.deadlines.apply(plan, tx),
+          this.deps.deadlines.applyTasks(plan, tx),
+          this.deps.checkpoints.save(this.options.name, last.position, tx),
+        ]);
       },
       { asynchronousCommit: true },
     );
@@ -132,11 +137,38 @@ export class Watchdog {
 
   /** Fires every deadline due now (bounded batches); returns how many were fired. */
   async fireDue(): Promise<number> {
-    const due = await this.deps.deadlines.due(this.deps.clock.now().getTime(), this.options.dueBatchSize);
-    for (let i = 0; i < due.length; i += this.options.concurrency) {
-      await Promise.all(due.slice(i, i + this.options.concurrency).map((deadline) => this.fire(deadline)));
+    const now = this.deps.clock.now().getTime();
+    const [due, dueTasks] = await Promise.all([
+      this.deps.deadlines.due(now, this.options.dueBatchSize),
+      this.deps.deadlines.dueTasks(now, this.options.dueBatchSize),
+    ]);
+    const firings = [...due.map((deadline) => () => this.fire(deadline)), ...dueTasks.map((deadline) => () => this.fireTask(deadline))];
+    for (let i = 0; i < firings.length; i += this.options.concurrency) {
+      await Promise.all(firings.slice(i, i + this.options.concurrency).map((fire) => fire()));
     }
-    return due.length;
+    return Math.max(due.length, dueTasks.length);
+  }
+
+  /** A claimed task past its lease or timeout times out by command; the decider refuses if a heartbeat moved the lease. */
+  private async fireTask(deadline: DueTaskDeadline): Promise<void> {
+    const metadata = { now: this.deps.clock.now(), actor: systemActor('watchdog') };
+    try {
+      const outcome = await this.deps.executions.handle(deadline.executionId, {
+        type: 'TimeOutTask',
+        data: { taskId: deadline.taskId, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() },
+        metadata,
+      });
+      if (outcome.appended) this.deps.logger.info('task deadline passed', { executionId: deadline.executionId, taskId: deadline.taskId });
+      await this.deps.deadlines.removeTask(deadline);
+    } catch (error) {
+      const notDueUntil = error instanceof InvalidStateError ? error.details?.['deadline'] : undefined;
+      if (typeof notDueUntil === 'string') return this.deps.deadlines.deferTask(deadline, Date.parse(notDueUntil));
+      if (error instanceof StaleAttemptError || error instanceof NotFoundError) return this.deps.deadlines.removeTask(deadline);
+      const { initialMs, maxMs } = this.options.backoff;
+      const delayMs = Math.min(maxMs, initialMs * 2 ** deadline.failures);
+      this.deps.logger.warn('firing a task deadline failed; backing off', { err: error, taskId: deadline.taskId, retryInMs: delayMs });
+      await this.deps.deadlines.backOffTask(deadline, this.deps.clock.now().getTime() + delayMs);
+    }
   }
 
   private async fire(deadline: DueDeadline): Promise<void> {

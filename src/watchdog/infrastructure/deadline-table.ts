@@ -2,6 +2,14 @@ import { ensureTables } from '../../postgres/checkpoint-store.js';
 import { reusable, type SqlClient, type SqlTransaction } from '../../postgres/sql-client.port.js';
 import type { Deadline, DeadlineKind, DeadlinePlan } from '../application/deadline-plan.js';
 
+/** A claimed task's deadline as the timer picked it. */
+export interface DueTaskDeadline {
+  taskId: string;
+  executionId: string;
+  dueMs: number;
+  failures: number;
+}
+
 /** A deadline as the timer picked it, with how often firing it failed so far. */
 export interface DueDeadline extends Deadline {
   failures: number;
@@ -35,6 +43,16 @@ export class DeadlineTable {
         primary key (execution_id, kind)
       )`,
       `create index if not exists watchdog_deadlines_due_idx on watchdog_deadlines (due_ms)`,
+      // Claimed tasks: the lease, or the timeout when it comes first (due_ms is the earlier one).
+      `create table if not exists watchdog_task_deadlines (
+        task_id text primary key,
+        execution_id text not null,
+        lease_ms bigint not null,
+        timeout_ms bigint,
+        due_ms bigint not null,
+        failures integer not null default 0
+      )`,
+      `create index if not exists watchdog_task_deadlines_due_idx on watchdog_task_deadlines (due_ms)`,
     ]);
     return new DeadlineTable(sql);
   }
@@ -60,6 +78,64 @@ export class DeadlineTable {
              set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`),
           [JSON.stringify(plan.upserts)],
         ),
+    ]);
+  }
+
+  /** The tasks' share of a plan, in the same transaction as the rest. */
+  async applyTasks(plan: DeadlinePlan, tx: SqlTransaction): Promise<void> {
+    await Promise.all([
+      plan.taskRemovals.length > 0 &&
+        tx.query(reusable('delete from watchdog_task_deadlines where task_id in (select jsonb_array_elements_text($1::jsonb))'), [
+          JSON.stringify(plan.taskRemovals),
+        ]),
+      plan.taskUpserts.length > 0 &&
+        tx.query(
+          reusable(`insert into watchdog_task_deadlines as t (task_id, execution_id, lease_ms, timeout_ms, due_ms, failures)
+           select r->>'taskId', r->>'executionId', (r->>'leaseMs')::bigint, (r->>'timeoutMs')::bigint,
+             least((r->>'leaseMs')::bigint, coalesce((r->>'timeoutMs')::bigint, (r->>'leaseMs')::bigint)), 0
+           from jsonb_array_elements($1::jsonb) r
+           on conflict (task_id) do update
+             set lease_ms = excluded.lease_ms, timeout_ms = coalesce(excluded.timeout_ms, t.timeout_ms),
+               due_ms = least(excluded.lease_ms, coalesce(excluded.timeout_ms, t.timeout_ms, excluded.lease_ms)), failures = 0`),
+          [JSON.stringify(plan.taskUpserts)],
+        ),
+    ]);
+  }
+
+  async dueTasks(nowMs: number, limit: number): Promise<DueTaskDeadline[]> {
+    const { rows } = await this.sql.query<{ task_id: string; execution_id: string; due_ms: string | number; failures: number }>(
+      'select task_id, execution_id, due_ms, failures from watchdog_task_deadlines where due_ms <= $1 order by due_ms limit $2',
+      [nowMs, limit],
+    );
+    return rows.map((row) => ({ taskId: row.task_id, executionId: row.execution_id, dueMs: Number(row.due_ms), failures: row.failures }));
+  }
+
+  /** Every task deadline of one execution (operations and tests). */
+  async tasksOf(executionId: string): Promise<DueTaskDeadline[]> {
+    const { rows } = await this.sql.query<{ task_id: string; execution_id: string; due_ms: string | number; failures: number }>(
+      'select task_id, execution_id, due_ms, failures from watchdog_task_deadlines where execution_id = $1 order by task_id',
+      [executionId],
+    );
+    return rows.map((row) => ({ taskId: row.task_id, executionId: row.execution_id, dueMs: Number(row.due_ms), failures: row.failures }));
+  }
+
+  /** Fired, or nothing left to fire: gone unless the subscription moved it meanwhile. */
+  async removeTask(fired: DueTaskDeadline): Promise<void> {
+    await this.sql.query('delete from watchdog_task_deadlines where task_id = $1 and due_ms = $2', [fired.taskId, fired.dueMs]);
+  }
+
+  async deferTask(fired: DueTaskDeadline, untilMs: number): Promise<void> {
+    await this.sql.query(
+      'update watchdog_task_deadlines set due_ms = greatest(due_ms, $3), failures = 0 where task_id = $1 and due_ms = $2',
+      [fired.taskId, fired.dueMs, untilMs],
+    );
+  }
+
+  async backOffTask(fired: DueTaskDeadline, untilMs: number): Promise<void> {
+    await this.sql.query('update watchdog_task_deadlines set due_ms = $3, failures = failures + 1 where task_id = $1 and due_ms = $2', [
+      fired.taskId,
+      fired.dueMs,
+      untilMs,
     ]);
   }
 

@@ -1,5 +1,6 @@
 import { indexGraph, topologicalOrder, type GraphIndex } from '../../workflows/domain/graph.js';
 import type { WorkflowGraph, WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
+import type { ExecutionError } from '../../executions/domain/execution.events.js';
 import type { NodeInput, NodeRecord } from './dag.types.js';
 import { decideTrigger, type FinalOutcome, type TriggerDecision } from './trigger-rules.js';
 
@@ -18,13 +19,19 @@ export class DagRunState {
   private readonly records = new Map<string, NodeRecord>();
   private readonly waitingOn = new Map<string, number>();
 
-  constructor(graph: WorkflowGraph, completedNodes: Readonly<Record<string, unknown>>) {
+  constructor(
+    graph: WorkflowGraph,
+    completedNodes: Readonly<Record<string, unknown>>,
+    failedNodes: Readonly<Record<string, ExecutionError>> = {},
+  ) {
     this.index = indexGraph(graph);
     this.nodes = new Map(graph.nodes.map((node) => [node.id, node]));
     this.rank = new Map(topologicalOrder(this.index).map((id, position) => [id, position]));
     for (const id of this.index.nodeIds) {
       if (Object.hasOwn(completedNodes, id)) {
         this.records.set(id, { status: 'succeeded', output: completedNodes[id] ?? null, reused: true, tries: 0 });
+      } else if (Object.hasOwn(failedNodes, id)) {
+        this.records.set(id, { status: 'failed', error: failedNodes[id], tries: 0 });
       }
     }
     for (const id of this.index.nodeIds) {

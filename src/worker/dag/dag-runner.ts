@@ -63,6 +63,8 @@ class DagRun {
   private readonly ready: string[] = [];
   private readonly running = new Map<string, Promise<Settlement>>();
   private readonly approvals: PendingApproval[] = [];
+  /** Task nodes whose task was asked for in this run. */
+  private readonly waitingTasks: string[] = [];
   private firstFailure: { readonly nodeId: string; readonly error: ExecutionError } | undefined;
   private readonly tryOptions: TryNodeOptions;
   /** Pure nodes running whose node_started is held with their result. */
@@ -72,7 +74,10 @@ class DagRun {
     private readonly options: RunDagOptions,
     private readonly concurrency: number,
   ) {
-    this.state = new DagRunState(options.graph, options.completedNodes ?? {});
+    this.state = new DagRunState(options.graph, options.completedNodes ?? {}, options.failedNodes ?? {});
+    // A wait that failed earlier in this try fails the run as a node failing here would (first in graph order).
+    const failed = options.graph.nodes.find((node) => Object.hasOwn(options.failedNodes ?? {}, node.id));
+    if (failed !== undefined) this.firstFailure = { nodeId: failed.id, error: options.failedNodes![failed.id] };
     this.tryOptions = {
       executeNode: options.executeNode,
       sleep: options.sleep ?? abortableSleep,
@@ -99,6 +104,11 @@ class DagRun {
     return this.result();
   }
 
+  /** Task nodes: their output is the input of a task the control plane hands out; the run waits for its end. */
+  private waitsOutside(nodeId: string): boolean {
+    return this.state.node(nodeId).type === 'task';
+  }
+
   /** Held rather than reported: only when the reporter can hold events. */
   private isPure(nodeId: string): boolean {
     return this.options.hold !== undefined && (this.options.isPure?.(this.state.node(nodeId)) ?? false);
@@ -122,7 +132,8 @@ class DagRun {
   }
 
   private async start(nodeId: string): Promise<void> {
-    if (this.isPure(nodeId)) {
+    // A task node only computes its task's input here: it starts when a poller claims the task.
+    if (this.isPure(nodeId) || this.waitsOutside(nodeId)) {
       this.startNotReported.add(nodeId);
     } else {
       // Promise 5 (docs/architecture.md) for effects: whatever this node reads was reported before it starts (held
@@ -157,6 +168,10 @@ class DagRun {
         this.state.record(nodeId, outcome);
         return;
       case 'succeeded':
+        if (this.waitsOutside(nodeId)) {
+          await this.wait(nodeId, outcome.output);
+          return;
+        }
         await this.finish(
           { status: 'succeeded', output: outcome.output, reused: false, tries: outcome.tries },
           {
@@ -194,6 +209,19 @@ class DagRun {
       await this.emit(event);
     }
     await this.unblock(this.state.complete(event.nodeId, record));
+  }
+
+  /**
+   * Asks for the node's task (acknowledged before the run goes on: the request travels ahead of
+   * anything held) and leaves the node, and everything behind it, pending: the run suspends once
+   * nothing else can run, and a resume attempt takes the task's result as the node's.
+   */
+  private async wait(nodeId: string, input: unknown): Promise<void> {
+    this.startNotReported.delete(nodeId);
+    this.state.record(nodeId, { status: 'waiting' });
+    if (this.aborted) return;
+    await this.emit({ kind: 'node_waiting', nodeId, wait: { kind: 'task', input } });
+    this.waitingTasks.push(nodeId);
   }
 
   /** Decides nodes whose predecessors are all final; skips cascade through their successors. */
@@ -249,7 +277,9 @@ class DagRun {
     if (this.firstFailure) {
       return { ...base, outcome: 'failed', error: this.firstFailure.error, failedNodeId: this.firstFailure.nodeId };
     }
-    if (this.approvals.length > 0) return { ...base, outcome: 'suspended', approvals: [...this.approvals] };
+    if (this.approvals.length > 0 || this.waitingTasks.length > 0) {
+      return { ...base, outcome: 'suspended', approvals: [...this.approvals], tasks: [...this.waitingTasks] };
+    }
     return { ...base, outcome: 'succeeded' };
   }
 }

@@ -41,7 +41,9 @@ export type DagEvent =
   | { readonly kind: 'node_started'; readonly nodeId: string }
   | { readonly kind: 'node_succeeded'; readonly nodeId: string; readonly output: unknown }
   | { readonly kind: 'node_failed'; readonly nodeId: string; readonly error: ExecutionError }
-  | { readonly kind: 'node_skipped'; readonly nodeId: string; readonly reason: string };
+  | { readonly kind: 'node_skipped'; readonly nodeId: string; readonly reason: string }
+  /** A task node asks for its task, with this input; the attempt then waits for it (suspends). */
+  | { readonly kind: 'node_waiting'; readonly nodeId: string; readonly wait: { readonly kind: 'task'; readonly input: unknown } };
 
 /** Resolves once the event is durably handed over (e.g. acked by the broker). */
 export type ReportDagEvent = (event: DagEvent) => Promise<void>;
@@ -69,6 +71,8 @@ export type NodeRecord =
   | { readonly status: 'failed'; readonly error: ExecutionError; readonly tries: number }
   | { readonly status: 'skipped'; readonly reason: string }
   | { readonly status: 'awaiting_approval'; readonly approval: PendingApproval }
+  /** A task node whose task was asked for: its result comes from outside the run. */
+  | { readonly status: 'waiting' }
   /** Was running (or waiting to retry) when the run was aborted. */
   | { readonly status: 'cancelled'; readonly tries: number }
   /** Never became runnable: the run stopped first, or it waits behind an approval. */
@@ -89,13 +93,23 @@ export type DagResult =
   | (DagResultBase & { readonly outcome: 'succeeded' })
   | (DagResultBase & { readonly outcome: 'failed'; readonly error: ExecutionError; readonly failedNodeId: string })
   | (DagResultBase & { readonly outcome: 'cancelled' })
-  | (DagResultBase & { readonly outcome: 'suspended'; readonly approvals: readonly PendingApproval[] });
+  | (DagResultBase & {
+      readonly outcome: 'suspended';
+      readonly approvals: readonly PendingApproval[];
+      /** Task nodes waiting for their tasks, in the order they were reached. */
+      readonly tasks: readonly string[];
+    });
 
 export interface RunDagOptions {
   readonly graph: WorkflowGraph;
   readonly input: Record<string, unknown>;
   /** Outputs of nodes that succeeded in an earlier attempt: reused, never run or reported again. */
   readonly completedNodes?: Readonly<Record<string, unknown>>;
+  /**
+   * Nodes whose wait ended in failure earlier in this try (a task that failed past its retries):
+   * final and failed from the start, never run or reported again; the run's outcome is `failed`.
+   */
+  readonly failedNodes?: Readonly<Record<string, ExecutionError>>;
   readonly executionId: string;
   readonly attemptId: string;
   /** Abort to cancel the run (cancellation requested, or the lease was lost). */

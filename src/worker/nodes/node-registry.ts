@@ -6,7 +6,7 @@ import type { EgressGuard } from '../egress/egress-guard.js';
 import { createDelayNode, executeFail, executeNoop } from './basic-nodes.js';
 import { createHttpNode } from './http-node.js';
 import type { NodeExecutor } from './node-executor.js';
-import { createTransformNode } from './transform-node.js';
+import { createTaskInputNode, createTransformNode } from './transform-node.js';
 import { TransformSandbox } from './transform-sandbox.js';
 
 export interface NodeRegistryOptions {
@@ -33,12 +33,14 @@ export interface NodeRegistry {
 const PURE_NODE_TYPES: ReadonlySet<NodeType> = new Set(['noop', 'transform', 'fail']);
 
 export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
+  const sandbox = options.transform ?? new TransformSandbox();
   const executors: NodeRegistry['executors'] = {
     noop: executeNoop,
     delay: createDelayNode(options.sleep ?? abortableSleep),
-    transform: createTransformNode(options.transform ?? new TransformSandbox()),
+    transform: createTransformNode(sandbox),
     http: createHttpNode(options.egress),
     fail: executeFail,
+    task: createTaskInputNode(sandbox),
   };
   const execute: ExecuteNode = async (node, ctx) => {
     switch (node.type) {
@@ -52,6 +54,8 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
         return executors.http(node, ctx);
       case 'fail':
         return executors.fail(node, ctx);
+      case 'task':
+        return executors.task(node, ctx);
       case 'approval':
         throw new NodeError('approval_not_executable', `approval node ${node.id} waits for a decision; it is never executed`, false);
       default: {

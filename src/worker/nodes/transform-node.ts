@@ -11,3 +11,13 @@ import type { TransformSandbox } from './transform-sandbox.js';
 export function createTransformNode(sandbox: TransformSandbox): NodeExecutor<'transform'> {
   return (node, ctx) => sandbox.evaluate(node.config.expression, ctx.input, ctx.signal);
 }
+
+/**
+ * A task node is never run by the worker: the runner asks the control plane for its task and
+ * waits. What runs here is the task's input: the node's `input` expression over the node's
+ * input, evaluated like a transform, or the node's input itself when it has none.
+ */
+export function createTaskInputNode(sandbox: TransformSandbox): NodeExecutor<'task'> {
+  return (node, ctx) =>
+    node.config.input === undefined ? Promise.resolve(ctx.input) : sandbox.evaluate(node.config.input, ctx.input, ctx.signal);
+}

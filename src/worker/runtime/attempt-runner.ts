@@ -77,6 +77,7 @@ export class AttemptRunner {
         graph: claim.workflow.graph,
         input: claim.input,
         completedNodes: claim.completedNodes,
+        failedNodes: claim.failedNodes,
         executionId: claim.executionId,
         attemptId: claim.attemptId,
         signal: controller.signal,
@@ -98,17 +99,22 @@ export class AttemptRunner {
           published = true;
           return 'failed';
         case 'suspended': {
-          const approval = result.approvals[0];
+          // Every runnable node waits: at the (first) approval reached, and for the tasks asked for.
+          const approval = result.approvals.at(0);
+          const tasks = result.tasks.length > 0 ? { tasks: result.tasks } : {};
           const ended = await this.publishEnd(
             publisher,
-            {
-              kind: 'attempt_suspended',
-              nodeId: approval.nodeId,
-              output: {
-                action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs },
-              },
-            },
-            `the action of approval node ${approval.nodeId}`,
+            approval === undefined
+              ? { kind: 'attempt_suspended', ...tasks }
+              : {
+                  kind: 'attempt_suspended',
+                  nodeId: approval.nodeId,
+                  output: {
+                    action: { executionId: claim.executionId, nodeId: approval.nodeId, action: approval.action, inputs: approval.inputs },
+                  },
+                  ...tasks,
+                },
+            approval === undefined ? 'the list of waiting tasks' : `the action of approval node ${approval.nodeId}`,
           );
           published = true;
           return ended ? 'suspended' : 'failed';

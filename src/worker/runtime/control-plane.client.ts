@@ -1,3 +1,4 @@
+import { executionErrorSchema } from '../../executions/domain/execution.events.js';
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
@@ -21,6 +22,8 @@ export const claimReplySchema = z.object({
   }),
   input: z.record(z.string(), z.unknown()),
   completedNodes: z.record(z.string(), z.unknown()),
+  /** Absent from control planes older than task nodes. */
+  failedNodes: z.record(z.string(), executionErrorSchema).optional(),
 });
 export type ClaimReply = z.infer<typeof claimReplySchema>;
 

@@ -7,6 +7,7 @@ export type ResultKind =
   | 'node_succeeded'
   | 'node_failed'
   | 'node_skipped'
+  | 'node_waiting'
   | 'attempt_succeeded'
   | 'attempt_failed'
   | 'attempt_cancelled'
@@ -18,6 +19,10 @@ export interface ResultBody {
   output?: unknown;
   error?: ExecutionError;
   reason?: string;
+  /** `node_waiting`: what the node waits for (a task, with its input). */
+  wait?: { kind: 'task'; input: unknown };
+  /** `attempt_suspended`: the task nodes waiting for their tasks. */
+  tasks?: readonly string[];
 }
 
 /**

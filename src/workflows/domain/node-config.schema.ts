@@ -41,6 +41,25 @@ export const approvalConfigSchema = z.strictObject({
   approvers: z.array(z.string().min(1).max(256)).max(100).optional(),
 });
 
+/** Task queue names: lowercase, so that `Billing` and `billing` are never two queues. */
+export const TASK_QUEUE_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+export const taskQueueSchema = z
+  .string()
+  .regex(TASK_QUEUE_PATTERN, 'a queue name is 1-64 characters of a-z, 0-9, ".", "_" or "-", starting with a letter or digit');
+
+/**
+ * A step run by the user's own code, which polls its queue over HTTP (docs/api.md, "Task queues").
+ * `input` is a JSONata expression over the node's input (default: the node's input itself);
+ * `heartbeatTimeoutMs` is the lease a claim and each heartbeat grant; `timeoutMs` bounds one
+ * task from its claim to its completion, whatever its heartbeats.
+ */
+export const taskConfigSchema = z.strictObject({
+  queue: taskQueueSchema,
+  input: transformConfigSchema.shape.expression.optional(),
+  timeoutMs: z.number().int().min(1_000).max(ONE_DAY_MS).optional(),
+  heartbeatTimeoutMs: z.number().int().min(1_000).max(3_600_000).default(30_000),
+});
+
 /** Fails on purpose: lets tests and users exercise retry policies. */
 export const failConfigSchema = z.strictObject({
   code: z.string().min(1).max(128).optional(),
@@ -54,3 +73,4 @@ export type TransformConfig = z.output<typeof transformConfigSchema>;
 export type HttpConfig = z.output<typeof httpConfigSchema>;
 export type ApprovalConfig = z.output<typeof approvalConfigSchema>;
 export type FailConfig = z.output<typeof failConfigSchema>;
+export type TaskConfig = z.output<typeof taskConfigSchema>;

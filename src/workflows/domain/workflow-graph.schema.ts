@@ -5,6 +5,7 @@ import {
   failConfigSchema,
   httpConfigSchema,
   noopConfigSchema,
+  taskConfigSchema,
   transformConfigSchema,
 } from './node-config.schema.js';
 import { nodeIdSchema } from './workflow-identity.js';
@@ -55,7 +56,7 @@ export const timeoutsSchema = z.strictObject({
 /** When a node may run, given its predecessors' final states. */
 export const triggerSchema = z.enum(['all_success', 'all_done', 'one_success']);
 
-export const NODE_TYPES = ['noop', 'delay', 'transform', 'http', 'approval', 'fail'] as const;
+export const NODE_TYPES = ['noop', 'delay', 'transform', 'http', 'approval', 'fail', 'task'] as const;
 
 const nodeOf = <Type extends string, Config extends z.ZodType>(type: Type, config: Config) =>
   z.strictObject({
@@ -75,6 +76,7 @@ export const workflowNodeSchema = z.discriminatedUnion(
     nodeOf('http', httpConfigSchema),
     nodeOf('approval', approvalConfigSchema.prefault({})),
     nodeOf('fail', failConfigSchema.prefault({})),
+    nodeOf('task', taskConfigSchema),
   ],
   {
     error: (issue) => (issue.code === 'invalid_union' ? `unknown node type; expected one of ${NODE_TYPES.join(', ')}` : undefined),

@@ -1,0 +1,411 @@
+import { InvalidStateError, LeaseExpiredError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
+import type {
+  ClaimTask,
+  CompleteAttempt,
+  CompleteTask,
+  HeartbeatTask,
+  RecordNodeResult,
+  TaskFence,
+  TimeOutTask,
+} from './execution.commands.js';
+import type { ExecutionError, ExecutionEvent, RetryPolicy, Wait } from './execution.events.js';
+import { type StartedExecution, type TaskRecord, currentAttempt, isFinal, nextAttemptNumber } from './execution.state.js';
+import { backoffMs, shouldRetry } from './retry-policy.js';
+
+/**
+ * Task nodes: a step that runs in the user's own code, which polls for it over HTTP. A waiting
+ * step is a fact on the execution stream, not a process holding a lease: the worker running the
+ * graph asks for the task (`node_waiting`) and its attempt suspends once nothing else can run;
+ * the task's claim, heartbeats and end are commands on the same stream, and the end records the
+ * node's result and schedules a resume attempt (docs/architecture.md, "Waiting steps").
+ */
+
+const iso = (d: Date) => d.toISOString();
+const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
+
+/** Lease of a claim and of each heartbeat when the node names none. */
+export const DEFAULT_TASK_HEARTBEAT_TIMEOUT_MS = 30_000;
+
+/** `<executionId>.<nodeId>.<seq>`: execution ids are UUIDs and node ids have no `.`, so it splits back. */
+export function taskIdOf(executionId: string, nodeId: string, seq: number): string {
+  return `${executionId}.${nodeId}.${seq}`;
+}
+
+/** The execution a task id belongs to, or null when the text is no task id. */
+export function parseTaskId(taskId: string): { executionId: string; nodeId: string; seq: number } | null {
+  const match = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.([A-Za-z0-9_-]{1,64})\.([1-9][0-9]{0,5})$/.exec(taskId);
+  return match === null ? null : { executionId: match[1], nodeId: match[2], seq: Number(match[3]) };
+}
+
+interface TaskNodeConfig {
+  queue: string;
+  timeoutMs: number | null;
+  heartbeatTimeoutMs: number;
+  retry: RetryPolicy;
+}
+
+const NO_RETRY: RetryPolicy = { maxAttempts: 1, initialIntervalMs: 1_000, backoffCoefficient: 2, maxIntervalMs: 60_000, nonRetryable: [] };
+
+/** The task node's settings, from the execution's own graph snapshot (validated at publish). */
+function taskNode(s: StartedExecution, nodeId: string): TaskNodeConfig {
+  const node = s.workflow.graph.nodes.find((n) => n.id === nodeId);
+  if (node?.type !== 'task') throw new InvalidStateError(`node ${nodeId} is not a task node`);
+  const config = (node['config'] ?? {}) as { queue?: string; timeoutMs?: number; heartbeatTimeoutMs?: number };
+  return {
+    queue: config.queue ?? '',
+    timeoutMs: config.timeoutMs ?? null,
+    heartbeatTimeoutMs: config.heartbeatTimeoutMs ?? DEFAULT_TASK_HEARTBEAT_TIMEOUT_MS,
+    retry: (node['retry'] as RetryPolicy | undefined) ?? NO_RETRY,
+  };
+}
+
+export function isLiveTask(task: TaskRecord): boolean {
+  return task.status === 'scheduled' || task.status === 'claimed';
+}
+
+export function liveTasks(s: StartedExecution): TaskRecord[] {
+  return Object.values(s.tasks ?? {}).filter(isLiveTask);
+}
+
+function liveTaskOf(s: StartedExecution, nodeId: string): TaskRecord | undefined {
+  return liveTasks(s).find((t) => t.nodeId === nodeId);
+}
+
+function tasksOfNode(s: StartedExecution, nodeId: string): number {
+  return Object.values(s.tasks).filter((t) => t.nodeId === nodeId).length;
+}
+
+/**
+ * The attempts of the current try: the last one scheduled for a start, retry or redrive, and the
+ * resumes after it. A node's result recorded in one of them holds for the whole try.
+ */
+export function currentTryAttemptIds(s: StartedExecution): Set<string> {
+  const ids = new Set<string>();
+  for (let i = s.attempts.length - 1; i >= 0; i--) {
+    ids.add(s.attempts[i].attemptId);
+    if (s.attempts[i].reason !== 'resume') break;
+  }
+  return ids;
+}
+
+/**
+ * Nodes whose wait ended in failure during the current try (their task failed past its retries):
+ * a resume attempt counts them as failed, not to be run again (the try then fails, and the
+ * workflow's retry policy decides, as for any failed node).
+ */
+export function failedInTry(s: StartedExecution): Record<string, ExecutionError> {
+  const attempts = currentTryAttemptIds(s);
+  const failed: Record<string, ExecutionError> = {};
+  for (const node of Object.values(s.nodes)) {
+    if (node.status === 'failed' && node.error && attempts.has(node.attemptId) && waitsOutside(s, node.nodeId))
+      failed[node.nodeId] = node.error;
+  }
+  return failed;
+}
+
+function waitsOutside(s: StartedExecution, nodeId: string): boolean {
+  return s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type === 'task';
+}
+
+/** The node's wait is over in this try: its task succeeded, or failed past its retries. */
+function settledInTry(s: StartedExecution, nodeId: string): boolean {
+  const node = s.nodes[nodeId];
+  if (node?.status === 'succeeded') return true;
+  return node?.status === 'failed' && currentTryAttemptIds(s).has(node.attemptId);
+}
+
+/** The attempt whose try a task's end belongs to: the current one (suspended, queued or running). */
+function tryAttemptId(s: StartedExecution, task: TaskRecord): string {
+  return currentAttempt(s)?.attemptId ?? task.attemptId;
+}
+
+/**
+ * A task node became runnable in a claimed attempt: schedule its task, once. Asking again (a
+ * redelivered result, a resumed or retried attempt reaching the node while its task is still
+ * live, or after it ended in this try) is no new fact.
+ */
+export function scheduleTask(
+  s: StartedExecution,
+  command: RecordNodeResult,
+  requireLiveClaim: (s: StartedExecution) => void,
+): ExecutionEvent[] {
+  const { data, metadata } = command;
+  if (liveTaskOf(s, data.nodeId) !== undefined || settledInTry(s, data.nodeId)) return [];
+  requireLiveClaim(s);
+  const config = taskNode(s, data.nodeId);
+  // The attempt learns of a cancel from its next heartbeat; no task is handed out meanwhile.
+  if (s.cancelRequest) return [];
+  const at = iso(metadata.now);
+  return [
+    {
+      type: 'TaskScheduled',
+      data: {
+        taskId: taskIdOf(s.executionId, data.nodeId, tasksOfNode(s, data.nodeId) + 1),
+        nodeId: data.nodeId,
+        attemptId: data.attemptId,
+        queue: config.queue,
+        input: data.wait?.input ?? null,
+        taskAttempt: 1,
+        timeoutMs: config.timeoutMs,
+        heartbeatTimeoutMs: config.heartbeatTimeoutMs,
+        notBefore: at,
+        scheduledAt: at,
+      },
+    },
+  ];
+}
+
+function taskOf(s: StartedExecution, taskId: string): TaskRecord {
+  const task = s.tasks[taskId];
+  if (task === undefined) throw new NotFoundError('task not found');
+  return task;
+}
+
+/** Claim the task for a poller: the oldest due task of a queue goes to one poller, with a fresh fencing token. */
+export function claimTask(s: StartedExecution, command: ClaimTask): ExecutionEvent[] {
+  const { data, metadata } = command;
+  const now = metadata.now;
+  const task = taskOf(s, data.taskId);
+  if (task.status !== 'scheduled') {
+    const stale = new StaleAttemptError(`task is ${task.status}`, { taskId: task.taskId });
+    throw task.status === 'claimed' ? stale : stale.asFinal();
+  }
+  if (isFinal(s)) throw new StaleAttemptError(`execution is ${s.status}`, { taskId: task.taskId }).asFinal();
+  if (now.getTime() < Date.parse(task.notBefore))
+    throw new StaleAttemptError('task is not due yet', { taskId: task.taskId, notBefore: task.notBefore });
+  return [
+    {
+      type: 'TaskClaimed',
+      data: {
+        taskId: task.taskId,
+        workerId: data.workerId,
+        fencingToken: s.lastFencingToken + 1,
+        leaseExpiresAt: plus(now, task.heartbeatTimeoutMs),
+        timeoutAt: task.timeoutMs === null ? null : plus(now, task.timeoutMs),
+        claimedAt: iso(now),
+      },
+    },
+  ];
+}
+
+function isSameTaskClaim(task: TaskRecord, fence: TaskFence): boolean {
+  return task.workerId === fence.workerId && task.fencingToken === fence.fencingToken;
+}
+
+/** When a claimed task must complete: its lease, or its timeout when that comes first. */
+export function taskDeadline(task: TaskRecord): { at: string; reason: 'lease_expired' | 'timeout' } | null {
+  if (task.status !== 'claimed' || task.leaseExpiresAt === null) return null;
+  if (task.timeoutAt !== null && Date.parse(task.timeoutAt) <= Date.parse(task.leaseExpiresAt))
+    return { at: task.timeoutAt, reason: 'timeout' };
+  return { at: task.leaseExpiresAt, reason: 'lease_expired' };
+}
+
+/**
+ * Only the current claim of a task may act, and only before its lease (or timeout) passed:
+ * checked on every command, not left to the watchdog. Refusals of an ended task are final.
+ */
+function requireLiveTaskClaim(task: TaskRecord, fence: TaskFence, now: Date): void {
+  if (task.status !== 'claimed' || !isSameTaskClaim(task, fence)) {
+    if (task.status === 'timed_out' && isSameTaskClaim(task, fence)) {
+      throw new LeaseExpiredError('lease expired', { taskId: task.taskId, leaseExpiresAt: task.leaseExpiresAt }).asFinal();
+    }
+    const stale = new StaleAttemptError(task.status === 'cancelled' ? 'task was cancelled' : 'not the current claim of this task', {
+      taskId: task.taskId,
+    });
+    throw isLiveTask(task) ? stale : stale.asFinal();
+  }
+  const deadline = taskDeadline(task)!;
+  if (now.getTime() >= Date.parse(deadline.at))
+    throw new LeaseExpiredError('lease expired', { taskId: task.taskId, leaseExpiresAt: deadline.at });
+}
+
+/** The claim's poller is alive: extend its lease. A task cancelled under its claim answers with no new fact (the caller says cancel). */
+export function heartbeatTask(s: StartedExecution, command: HeartbeatTask): ExecutionEvent[] {
+  const { data, metadata } = command;
+  const task = taskOf(s, data.taskId);
+  if (task.status === 'cancelled' && isSameTaskClaim(task, data)) return [];
+  requireLiveTaskClaim(task, data, metadata.now);
+  return [
+    {
+      type: 'TaskLeaseExtended',
+      data: {
+        taskId: task.taskId,
+        leaseExpiresAt: plus(metadata.now, task.heartbeatTimeoutMs),
+        ...(data.progress !== undefined ? { progress: data.progress } : {}),
+        at: iso(metadata.now),
+      },
+    },
+  ];
+}
+
+/** The poller reports the task's end: the node's result, or a retry by the node's policy. */
+export function completeTask(s: StartedExecution, command: CompleteTask): ExecutionEvent[] {
+  const { data, metadata } = command;
+  const now = metadata.now;
+  const task = taskOf(s, data.taskId);
+  // The same completion sent again (a lost reply) is a replay.
+  if (task.status === data.outcome && isSameTaskClaim(task, data)) return [];
+  requireLiveTaskClaim(task, data, now);
+  const at = iso(now);
+  if (data.outcome === 'succeeded') {
+    const output = data.output ?? null;
+    return [
+      { type: 'TaskSucceeded', data: { taskId: task.taskId, output, at } },
+      { type: 'NodeSucceeded', data: { attemptId: tryAttemptId(s, task), nodeId: task.nodeId, output, at } },
+      ...resumeIfSuspended(s, data.nextAttemptId, now),
+    ];
+  }
+  const error: ExecutionError = data.error ?? { code: 'task_failed', message: 'task failed' };
+  return [{ type: 'TaskFailed', data: { taskId: task.taskId, error, at } }, ...afterTaskEnded(s, task, error, data, now)];
+}
+
+/** The watchdog found a claim past its lease or timeout: the task times out, and is retried or fails its node. */
+export function timeOutTask(s: StartedExecution, command: TimeOutTask): ExecutionEvent[] {
+  const { data, metadata } = command;
+  const now = metadata.now;
+  const task = taskOf(s, data.taskId);
+  const deadline = taskDeadline(task);
+  if (deadline === null) throw new StaleAttemptError(`task is ${task.status}`, { taskId: task.taskId });
+  // A heartbeat that won the race moved the lease: the claim stays.
+  if (now.getTime() < Date.parse(deadline.at))
+    throw new InvalidStateError('deadline has not passed', { taskId: task.taskId, deadline: deadline.at });
+  const error: ExecutionError =
+    deadline.reason === 'timeout'
+      ? { code: 'task_timed_out', message: `task ${task.taskId} ran past its timeoutMs (${task.timeoutMs} ms)`, retryable: true }
+      : {
+          code: 'task_lease_expired',
+          message: `task ${task.taskId} was not heartbeated within ${task.heartbeatTimeoutMs} ms`,
+          retryable: true,
+        };
+  return [
+    { type: 'TaskTimedOut', data: { taskId: task.taskId, reason: deadline.reason, deadline: deadline.at, at: iso(now) } },
+    ...afterTaskEnded(s, task, error, data, now),
+  ];
+}
+
+/** A task ended badly: the next task by the node's retry policy (after its backoff), or the node fails. */
+function afterTaskEnded(
+  s: StartedExecution,
+  task: TaskRecord,
+  error: ExecutionError,
+  next: { nextAttemptId: string; jitter: number },
+  now: Date,
+): ExecutionEvent[] {
+  const at = iso(now);
+  const config = taskNode(s, task.nodeId);
+  if (!s.cancelRequest && !isFinal(s) && shouldRetry(config.retry, task.taskAttempt, error)) {
+    const notBefore = new Date(now.getTime() + backoffMs(config.retry, task.taskAttempt, next.jitter));
+    return [
+      {
+        type: 'TaskScheduled',
+        data: {
+          taskId: taskIdOf(s.executionId, task.nodeId, tasksOfNode(s, task.nodeId) + 1),
+          nodeId: task.nodeId,
+          attemptId: task.attemptId,
+          queue: task.queue,
+          input: task.input,
+          taskAttempt: task.taskAttempt + 1,
+          timeoutMs: task.timeoutMs,
+          heartbeatTimeoutMs: task.heartbeatTimeoutMs,
+          notBefore: iso(notBefore),
+          scheduledAt: at,
+        },
+      },
+    ];
+  }
+  return [
+    { type: 'NodeFailed', data: { attemptId: tryAttemptId(s, task), nodeId: task.nodeId, error, at } },
+    ...resumeIfSuspended(s, next.nextAttemptId, now),
+  ];
+}
+
+/**
+ * A wait ended: if the execution is suspended, a resume attempt takes the graph on from the
+ * recorded results. A running or queued attempt needs none: a queued one reads the results when
+ * claimed, and a running one, unaware of them, suspends and is resumed then (`suspendAttempt`).
+ */
+function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
+  if (isFinal(s) || s.cancelRequest) return [];
+  const attempt = currentAttempt(s);
+  if (attempt?.status !== 'suspended') return [];
+  return [resumeAttempt(s, attemptId, now)];
+}
+
+function resumeAttempt(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent {
+  const at = iso(now);
+  return {
+    type: 'AttemptScheduled',
+    data: {
+      attemptId,
+      attemptNumber: nextAttemptNumber(s),
+      reason: 'resume',
+      notBefore: at,
+      queueDeadline: plus(now, s.workflow.graph.timeouts.queueMs),
+      scheduledAt: at,
+    },
+  };
+}
+
+/**
+ * The attempt stopped because every runnable node waits: at most one approval (its exact action
+ * recorded for the decision, its digest computed here) and any number of task nodes, whose tasks
+ * it asked for while it ran. A task that ended while the attempt ran has its result recorded:
+ * then the attempt is resumed at once.
+ */
+export function suspendAttempt(
+  s: StartedExecution,
+  command: CompleteAttempt,
+  awaitApproval: (approval: { nodeId: string; action: unknown }) => ExecutionEvent,
+): ExecutionEvent[] {
+  const { data, metadata } = command;
+  const at = iso(metadata.now);
+  const approval = data.approval;
+  const taskNodes = [...new Set(data.tasks ?? [])];
+  if (!approval && taskNodes.length === 0) throw new InvalidStateError('a suspended attempt must name what it waits for');
+  if (approval) {
+    const node = s.workflow.graph.nodes.find((n) => n.id === approval.nodeId);
+    if (!node || node.type !== 'approval') throw new InvalidStateError(`node ${approval.nodeId} is not an approval node`);
+  }
+  for (const nodeId of taskNodes) {
+    taskNode(s, nodeId);
+    if (liveTaskOf(s, nodeId) === undefined && !settledInTry(s, nodeId) && !s.cancelRequest) {
+      throw new InvalidStateError(`task node ${nodeId} has no task`);
+    }
+  }
+  if (s.cancelRequest) {
+    return [
+      { type: 'AttemptCancelled', data: { attemptId: data.attemptId, at } },
+      { type: 'ExecutionCancelled', data: { reason: s.cancelRequest.reason, at } },
+    ];
+  }
+  const waits: Wait[] = [
+    ...(approval ? [{ nodeId: approval.nodeId, kind: 'approval' as const }] : []),
+    ...taskNodes.map((nodeId) => ({ nodeId, kind: 'task' as const })),
+  ];
+  const settled = taskNodes.some((nodeId) => settledInTry(s, nodeId));
+  const suspended: ExecutionEvent = { type: 'AttemptSuspended', data: { attemptId: data.attemptId, waits, at } };
+  // Resuming once the suspension is recorded: nextAttemptNumber counts the suspended attempt already.
+  return [
+    ...(approval ? [awaitApproval(approval)] : []),
+    suspended,
+    ...(settled ? [resumeAttempt(s, data.nextAttemptId, metadata.now)] : []),
+  ];
+}
+
+const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
+
+/**
+ * A cancel request, or the end of the execution, ends every live task with it (`TaskCancelled`,
+ * right after the request or just before the end): a waiting task is no longer handed out, and
+ * the heartbeat of a claimed one answers `cancelRequested`.
+ */
+export function withTasksCancelled(s: StartedExecution, events: ExecutionEvent[], now: Date): ExecutionEvent[] {
+  const live = liveTasks(s);
+  if (live.length === 0) return events;
+  const index = events.findIndex((e) => e.type === 'CancelRequested' || ENDINGS.has(e.type));
+  if (index === -1) return events;
+  const at = iso(now);
+  const cancelled: ExecutionEvent[] = live.map((t) => ({ type: 'TaskCancelled', data: { taskId: t.taskId, at } }));
+  const position = events[index].type === 'CancelRequested' ? index + 1 : index;
+  return [...events.slice(0, position), ...cancelled, ...events.slice(position)];
+}

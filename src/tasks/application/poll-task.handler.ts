@@ -1,0 +1,83 @@
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { requireTaskWorker, type Principal } from '../../auth/authorization.js';
+import { workerActor } from '../../core/actors.js';
+import { NotFoundError, StaleAttemptError } from '../../core/errors.js';
+import { ExecutionStreams } from '../../executions/application/execution-streams.js';
+import { TaskBoard, type BoardTask, type ClaimVerdict } from './task-board.js';
+import { taskHeartbeatInterval, taskIn } from './task-protocol.js';
+
+export interface PolledTask {
+  taskId: string;
+  executionId: string;
+  nodeId: string;
+  attempt: number;
+  input: unknown;
+  fencingToken: number;
+  leaseExpiresAt: string;
+  heartbeatIntervalMs: number;
+}
+
+export class PollTaskCommand extends Command<PolledTask | null> {
+  constructor(
+    readonly principal: Principal,
+    readonly workspaceId: string,
+    readonly queue: string,
+    readonly workerId: string,
+    readonly waitMs: number,
+    /** Aborted when the poller's connection closed: nothing is claimed for it after that. */
+    readonly signal: AbortSignal,
+  ) {
+    super();
+  }
+}
+
+/**
+ * A poller asks for the oldest due task of a queue, waiting up to `waitMs` (docs/api.md, "Task
+ * queues"). The claim is a command on the task's execution stream (`TaskClaimed` with a fresh
+ * fencing token, appended with the expected revision): only one poller ever wins a task.
+ */
+@CommandHandler(PollTaskCommand)
+export class PollTaskHandler implements ICommandHandler<PollTaskCommand> {
+  constructor(
+    private readonly executions: ExecutionStreams,
+    private readonly board: TaskBoard,
+  ) {}
+
+  async execute({ principal, workspaceId, queue, workerId, waitMs, signal }: PollTaskCommand): Promise<PolledTask | null> {
+    requireTaskWorker(principal, workspaceId);
+    return this.board.poll(workspaceId, queue, { waitMs, signal }, (task) => this.claim(task, workerId, signal));
+  }
+
+  private async claim(task: BoardTask, workerId: string, signal: AbortSignal): Promise<ClaimVerdict<PolledTask>> {
+    try {
+      const outcome = await this.executions.handle(task.executionId, {
+        type: 'ClaimTask',
+        data: { taskId: task.taskId, workerId },
+        metadata: { now: this.executions.clock.now(), actor: workerActor(workerId) },
+      });
+      const claimed = taskIn(outcome.state, task.taskId);
+      if (claimed.status !== 'claimed' || claimed.fencingToken === null || claimed.leaseExpiresAt === null) return { gone: true };
+      if (signal.aborted) {
+        // Gone while the claim was being written: its lease simply runs out and the watchdog retries it.
+        return { gone: true };
+      }
+      return {
+        claimed: {
+          taskId: claimed.taskId,
+          executionId: task.executionId,
+          nodeId: claimed.nodeId,
+          attempt: claimed.taskAttempt,
+          input: claimed.input ?? null,
+          fencingToken: claimed.fencingToken,
+          leaseExpiresAt: claimed.leaseExpiresAt,
+          heartbeatIntervalMs: taskHeartbeatInterval(claimed.heartbeatTimeoutMs),
+        },
+      };
+    } catch (error) {
+      if (error instanceof StaleAttemptError && typeof error.details?.['notBefore'] === 'string') return { notDue: true };
+      // Claimed by another poller, cancelled, ended, or its execution is gone: not this poller's.
+      if (error instanceof StaleAttemptError || error instanceof NotFoundError) return { gone: true };
+      throw error;
+    }
+  }
+}

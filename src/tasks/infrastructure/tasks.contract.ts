@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import { anyJson, positionField, timestampField, uuidField, identifierField } from '../../http/openapi/response-fields.js';
+import { defineRoute, empty, json, workspaceRole } from '../../http/openapi/route-contract.js';
+import {
+  pollBodySchema,
+  pollParamsSchema,
+  taskCompleteBodySchema,
+  taskHeartbeatBodySchema,
+  taskParamsSchema,
+} from '../application/request-schemas.js';
+
+/** Contracts of the task protocol (docs/api.md, "Task queues"): for a workspace's `task-worker` grant only. */
+
+const TAGS = ['Task queues'];
+const TASK_ID = 'The task, as the poll handed it out (opaque).';
+
+export const polledTaskSchema = z
+  .strictObject({
+    taskId: z.string().meta({ description: TASK_ID }),
+    executionId: uuidField,
+    nodeId: identifierField,
+    attempt: z.number().int().min(1).meta({ description: 'The try of the task node this task is (1 for the first; retries count on).' }),
+    input: anyJson.meta({ description: 'The task’s input: the node’s `input` expression over its input, or the node’s input itself.' }),
+    fencingToken: z.number().int().min(1),
+    leaseExpiresAt: timestampField,
+    heartbeatIntervalMs: z.number().int().min(1).meta({ description: 'A third of the lease: heartbeat at least this often.' }),
+  })
+  .meta({ id: 'PolledTask' });
+
+export const taskHeartbeatReplySchema = z
+  .strictObject({ leaseExpiresAt: timestampField, cancelRequested: z.boolean(), position: positionField })
+  .meta({ id: 'TaskHeartbeatReply' });
+
+export const taskCompleteReplySchema = z
+  .strictObject({
+    taskId: z.string(),
+    status: z.enum(['succeeded', 'failed']).meta({ description: 'The task’s status as recorded.' }),
+    position: positionField,
+  })
+  .meta({ id: 'TaskCompleteReply' });
+
+export const pollTaskContract = defineRoute({
+  operationId: 'pollTask',
+  summary: 'Take the next task of a queue',
+  description:
+    'Long poll: answers the oldest due task of the queue in this workspace as soon as there is one, or 204 after `waitMs` (0 to 30000, default 30000). ' +
+    'The task is claimed for this poller with a fencing token and a lease to keep with heartbeats. A queue nobody schedules on simply waits. ' +
+    'A poller that disconnects while waiting is handed nothing.',
+  tags: TAGS,
+  access: workspaceRole('task-worker', 'path'),
+  params: pollParamsSchema,
+  body: pollBodySchema,
+  responses: { 200: json('A task, claimed for this poller.', polledTaskSchema), 204: empty('No task arrived within `waitMs`.') },
+  errors: ['validation_failed', 'forbidden', 'not_found', 'concurrency_conflict', 'unavailable'],
+  parameterDescriptions: { queue: 'The queue: 1-64 of `a-z 0-9 . _ -`, starting with a letter or digit.' },
+});
+
+export const heartbeatTaskContract = defineRoute({
+  operationId: 'heartbeatTask',
+  summary: 'Extend the lease of a claimed task',
+  description:
+    'Answers whether the execution was cancelled (`cancelRequested`: stop, and complete nothing). A claim that is no longer current is 409 `stale_attempt`; ' +
+    'one whose lease or timeout ran out, 409 `lease_expired`. `progress` (any JSON) is recorded and shown with the task.',
+  tags: TAGS,
+  access: workspaceRole('task-worker', 'resource'),
+  params: taskParamsSchema,
+  body: taskHeartbeatBodySchema,
+  responses: { 200: json('The lease was extended, or the task was cancelled.', taskHeartbeatReplySchema) },
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'stale_attempt',
+    'lease_expired',
+    'output_too_large',
+    'concurrency_conflict',
+    'unavailable',
+  ],
+  parameterDescriptions: { taskId: TASK_ID },
+});
+
+export const completeTaskContract = defineRoute({
+  operationId: 'completeTask',
+  summary: 'Report how a claimed task ended',
+  description:
+    '`succeeded` with `output` (the task node’s output), or `failed` with `error` (retried as the node’s retry policy says, unless `retryable` is false). ' +
+    'The same completion sent again answers the same. A claim that is no longer current is 409 `stale_attempt`, one past its lease or timeout 409 `lease_expired`: nothing is recorded.',
+  tags: TAGS,
+  access: workspaceRole('task-worker', 'resource'),
+  params: taskParamsSchema,
+  body: taskCompleteBodySchema,
+  responses: { 200: json('The task’s end was recorded.', taskCompleteReplySchema) },
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'stale_attempt',
+    'lease_expired',
+    'output_too_large',
+    'concurrency_conflict',
+    'unavailable',
+  ],
+  parameterDescriptions: { taskId: TASK_ID },
+});

@@ -1,0 +1,71 @@
+import { Body, Controller, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { Request, Response } from 'express';
+import type { Principal } from '../../auth/authorization.js';
+import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
+import { ApiRoute } from '../../http/openapi/route-contract.js';
+import { parseBody, parseParams } from '../../http/validation.js';
+import { CompleteTaskCommand } from '../application/complete-task.handler.js';
+import { HeartbeatTaskCommand } from '../application/heartbeat-task.handler.js';
+import { PollTaskCommand } from '../application/poll-task.handler.js';
+import {
+  pollBodySchema,
+  pollParamsSchema,
+  taskCompleteBodySchema,
+  taskHeartbeatBodySchema,
+  taskParamsSchema,
+} from '../application/request-schemas.js';
+import { completeTaskContract, heartbeatTaskContract, pollTaskContract } from './tasks.contract.js';
+
+/** The task protocol over HTTP: users' own code polls, heartbeats and completes the tasks of task nodes. */
+@Controller('v1')
+export class TasksController {
+  constructor(private readonly commands: CommandBus) {}
+
+  @ApiRoute(pollTaskContract)
+  @Post('workspaces/:workspaceId/task-queues/:queue/poll')
+  @HttpCode(200)
+  async poll(
+    @CurrentPrincipal() p: Principal,
+    @Param() params: unknown,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { workspaceId, queue } = parseParams(pollParamsSchema, params);
+    const { workerId, waitMs } = parseBody(pollBodySchema, body);
+    // The poller hung up: nothing may be claimed for it from then on.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) gone.abort();
+    };
+    res.on('close', onClose);
+    if (req.socket.destroyed) gone.abort();
+    try {
+      const task = await this.commands.execute(new PollTaskCommand(p, workspaceId, queue, workerId, waitMs, gone.signal));
+      if (task === null) {
+        res.status(204);
+        return undefined;
+      }
+      return task;
+    } finally {
+      res.off('close', onClose);
+    }
+  }
+
+  @ApiRoute(heartbeatTaskContract)
+  @Post('tasks/:taskId/heartbeat')
+  @HttpCode(200)
+  heartbeat(@CurrentPrincipal() p: Principal, @Param() params: unknown, @Body() body: unknown) {
+    const { taskId } = parseParams(taskParamsSchema, params);
+    return this.commands.execute(new HeartbeatTaskCommand(p, taskId, parseBody(taskHeartbeatBodySchema, body)));
+  }
+
+  @ApiRoute(completeTaskContract)
+  @Post('tasks/:taskId/complete')
+  @HttpCode(200)
+  complete(@CurrentPrincipal() p: Principal, @Param() params: unknown, @Body() body: unknown) {
+    const { taskId } = parseParams(taskParamsSchema, params);
+    return this.commands.execute(new CompleteTaskCommand(p, taskId, parseBody(taskCompleteBodySchema, body)));
+  }
+}
