@@ -280,6 +280,11 @@ class QueueWorker implements TaskWorker {
         this.log.warn('task lost its lease while it ran: its result is not reported', this.fields(task));
         return;
       }
+      if (run.cancelled) {
+        // The task was cancelled with its execution: a completion would be refused.
+        this.log.info('task cancelled: its result is not reported', { ...this.fields(task), outcome: completion.outcome });
+        return;
+      }
       await this.complete(run, completion);
     } finally {
       run.finished = true;
@@ -299,9 +304,7 @@ class QueueWorker implements TaskWorker {
       }
       return { outcome: 'succeeded', output };
     } catch (error) {
-      // Whatever a cancelled handler throws (an AbortError, most likely) reports the cancel.
-      const reported = run.cancelled ? new TaskCancelledError(run.task.taskId) : error;
-      const failure = toTaskFailure(reported);
+      const failure = toTaskFailure(error);
       this.log.debug('task handler failed', { ...this.fields(run.task), code: failure.code, retryable: failure.retryable });
       return { outcome: 'failed', error: failure };
     }
@@ -361,7 +364,7 @@ class QueueWorker implements TaskWorker {
    */
   private async complete(run: RunningTask, completion: Completion): Promise<void> {
     const { task } = run;
-    const body = { workerId: this.workerId, fencingToken: task.fencingToken, ...completion };
+    let body = { workerId: this.workerId, fencingToken: task.fencingToken, ...completion };
     for (let failures = 1; ; failures++) {
       try {
         await this.api.complete(task.taskId, body);
@@ -370,10 +373,16 @@ class QueueWorker implements TaskWorker {
       } catch (error) {
         if (!(error instanceof TaskApiError)) throw error;
         if (error.leaseLost) {
-          // After a cancel the task ended with the execution: a refusal is expected.
-          const log = run.cancelled ? this.log.info : this.log.warn;
-          log('completion refused: the task is no longer this worker’s', { ...this.fields(task), code: error.code });
+          this.log.warn('completion refused: the task is no longer this worker’s', { ...this.fields(task), code: error.code });
           return;
+        }
+        if (error.status === 413 && body.outcome === 'succeeded') {
+          // An output larger than a node's may be: the task fails for good rather than being run again.
+          this.log.error('task output refused as too large: reporting the task failed', { ...this.fields(task), error: error.message });
+          const failure = { code: 'output_too_large', message: error.message, retryable: false };
+          body = { workerId: this.workerId, fencingToken: task.fencingToken, outcome: 'failed', error: failure };
+          failures = 0;
+          continue;
         }
         if (!error.transient) {
           this.log.error('completion refused', { ...this.fields(task), status: error.status, error: error.message });

@@ -125,7 +125,7 @@ describe('createTaskWorker', () => {
     for (const [, t] of tasks) expect(double.task(t.taskId).completion!.outcome).toBe('failed');
   });
 
-  it('aborts the handler when a heartbeat answers cancelRequested, and reports the task cancelled', async () => {
+  it('aborts the handler when a heartbeat answers cancelRequested, and reports nothing for the task', async () => {
     let reason: unknown = null;
     startWorker(
       (_input, ctx) =>
@@ -140,8 +140,11 @@ describe('createTaskWorker', () => {
     await eventually(() => double.callsOf('heartbeat', task.taskId).length >= 1, 'a first heartbeat');
     expect(reason).toBeNull();
     double.cancel(task.taskId);
-    expect((await completionOf(task.taskId)).error).toEqual({ code: 'task_cancelled', message: expect.any(String), retryable: false });
+    await eventually(() => worker!.activeTasks === 0, 'the handler to end');
     expect(reason).toBeInstanceOf(TaskCancelledError);
+    // The task ended with its execution: a completion would be refused, so none is sent.
+    expect(double.callsOf('complete', task.taskId)).toEqual([]);
+    expect(logs.some((l) => l.message === 'task cancelled: its result is not reported')).toBe(true);
   });
 
   it.each(['lease_expired', 'stale_attempt'] as const)(
@@ -208,6 +211,17 @@ describe('createTaskWorker', () => {
     const next = double.enqueue('second');
     expect((await completionOf(next.taskId)).output).toBe('second');
     expect(logs.some((l) => l.level === 'warn' && l.message.startsWith('completion refused'))).toBe(true);
+  });
+
+  it('reports a task failed, not retryable, when its output is refused as too large', async () => {
+    startWorker(() => ({ huge: true }));
+    double.failNext('complete', 1, 413);
+    const task = double.enqueue('x');
+    expect((await completionOf(task.taskId)).error).toEqual({ code: 'output_too_large', message: expect.any(String), retryable: false });
+    expect(double.callsOf('complete', task.taskId).map((c) => [c.status, c.body.outcome])).toEqual([
+      [413, 'succeeded'],
+      [200, 'failed'],
+    ]);
   });
 
   it('runs at most `concurrency` tasks at once and polls only with a free slot', async () => {

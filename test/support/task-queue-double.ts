@@ -135,7 +135,8 @@ export class TaskQueueDouble {
         req.socket.destroy();
         return;
       }
-      return problem(fault.status, fault.status === 503 ? 'unavailable' : 'internal');
+      const codes: Record<number, string> = { 409: 'stale_attempt', 413: 'output_too_large', 503: 'unavailable' };
+      return problem(fault.status, codes[fault.status] ?? 'internal');
     }
 
     if (route === 'poll') {
