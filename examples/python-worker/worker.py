@@ -128,6 +128,7 @@ class Task:
         self.interval = polled["heartbeatIntervalMs"] / 1000.0
         self.cancelled = threading.Event()  # cancel requested, or the lease lost: stop working
         self.lease_lost = False
+        self.cancel_requested = False
         self.finished = threading.Event()
         self.lock = threading.Lock()  # one completion per task: the worker's or the shutdown's
         self.completed = False
@@ -145,8 +146,9 @@ class Task:
                 self.cancelled.set()
                 log("warn", "lease lost: abandoning the task", taskId=self.id, code=error.code)
             raise
-        if answer and answer.get("cancelRequested") and not self.cancelled.is_set():
+        if answer and answer.get("cancelRequested") and not self.cancel_requested:
             log("info", "task cancelled", taskId=self.id)
+            self.cancel_requested = True
             self.cancelled.set()
         return answer
 
@@ -167,7 +169,7 @@ class Task:
     def complete(self, outcome, output=None, error=None, give_up_at=None):
         """Reports the outcome once, retrying while the API cannot answer (idempotent by fencing token)."""
         with self.lock:
-            if self.completed or self.lease_lost:
+            if self.completed or self.lease_lost or self.cancel_requested:
                 return
             self.completed = True
         body = {"workerId": WORKER_ID, "fencingToken": self.fencing_token, "outcome": outcome}
@@ -238,6 +240,8 @@ class Worker:
                 error = {"code": "task_error", "message": ("%s: %s" % (type(failure).__name__, failure))[:4096], "retryable": True}
             if task.lease_lost:
                 log("warn", "the task's lease was lost while it ran: its result is not reported", taskId=task.id)
+            elif task.cancel_requested:  # cancelled with its execution: a completion would be refused
+                log("info", "task cancelled: its result is not reported", taskId=task.id)
             else:
                 task.complete(outcome, output=output, error=error)
         finally:
