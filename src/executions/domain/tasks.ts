@@ -252,7 +252,7 @@ export function completeTask(s: StartedExecution, command: CompleteTask): Execut
     return [
       { type: 'TaskSucceeded', data: { taskId: task.taskId, output, at } },
       { type: 'NodeSucceeded', data: { attemptId: tryAttemptId(s, task), nodeId: task.nodeId, output, at } },
-      ...resumeIfSuspended(s, data.nextAttemptId, now),
+      ...(goesOn(s, task.nodeId) ? resumeIfSuspended(s, data.nextAttemptId, now) : []),
     ];
   }
   const error: ExecutionError = data.error ?? { code: 'task_failed', message: 'task failed' };
@@ -317,6 +317,25 @@ function afterTaskEnded(
     { type: 'NodeFailed', data: { attemptId: tryAttemptId(s, task), nodeId: task.nodeId, error, at } },
     ...resumeIfSuspended(s, next.nextAttemptId, now),
   ];
+}
+
+/**
+ * Whether a node's success lets the suspended graph go on: the attempt waited for nothing else,
+ * or a successor of the node has every predecessor final now. Otherwise a resume would only
+ * suspend again at the same waits; the end of the last of them resumes. (A failure always
+ * resumes: the try then fails without waiting for the others.)
+ */
+function goesOn(s: StartedExecution, nodeId: string): boolean {
+  const others = s.waits.filter((w) => w.nodeId !== nodeId && !(w.kind === 'task' && settledInTry(s, w.nodeId)));
+  if (others.length === 0) return true;
+  const tryAttempts = currentTryAttemptIds(s);
+  const final = (id: string) => {
+    const node = s.nodes[id];
+    if (id === nodeId || node?.status === 'succeeded') return true;
+    return (node?.status === 'failed' || node?.status === 'skipped') && tryAttempts.has(node.attemptId);
+  };
+  const { edges } = s.workflow.graph;
+  return edges.some((edge) => edge.from === nodeId && edges.filter((e) => e.to === edge.to).every((e) => final(e.from)));
 }
 
 /**
