@@ -131,7 +131,7 @@ describe('task workers in processes of their own (real Postgres, real Kafka)', (
           {
             id: 'work',
             type: 'task',
-            config: { queue: 'killed', input: '{ "order": input.order }', heartbeatTimeoutMs: 1_000 },
+            config: { queue: 'killed', input: '{ "order": input.order }', heartbeatTimeoutMs: 2_000 },
             retry: { maxAttempts: 2, initialIntervalMs: 0, maxIntervalMs: 0 },
           },
         ],
