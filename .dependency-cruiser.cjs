@@ -68,6 +68,14 @@ module.exports = {
       },
     },
     {
+      name: 'the-worker-sdk-stands-alone',
+      severity: 'error',
+      comment:
+        "flostra/worker runs in users' own processes: it imports Node's built-ins only, never the server's code (no Nest, Kafka or Postgres) nor any package.",
+      from: { path: '^src/sdk/', pathNot: '\\.spec\\.ts$' },
+      to: { path: '^(src/(?!sdk/)|projections/|test/|bench/|node_modules/)' },
+    },
+    {
       name: 'application-does-not-import-controllers',
       severity: 'error',
       comment: 'Handlers serve any edge (HTTP today, a CLI tomorrow); controllers call them, never the other way round.',

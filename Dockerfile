@@ -6,7 +6,7 @@ FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json tsconfig.sdk.json ./
 COPY scripts ./scripts
 COPY src ./src
 COPY projections ./projections

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PROJECT = join(root, 'tsconfig.build.json');
+const SDK_PROJECT = join(root, 'tsconfig.sdk.json');
 const STAMP = join(root, 'dist', '.build-stamp');
 const LOCKFILE = join(root, 'package-lock.json');
 const CONSOLE = join(root, 'console');
@@ -101,5 +102,12 @@ const bundle = spawnSync(
 );
 if (bundle.error) fail(`vite: ${bundle.error.message}`);
 if (bundle.status !== 0) process.exit(bundle.status ?? 1);
+// The worker SDK (`flostra/worker`) also gets its type declarations, from tsconfig.sdk.json.
+const declarations = spawnSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', SDK_PROJECT], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (declarations.error) fail(`tsc: ${declarations.error.message}`);
+if (declarations.status !== 0) process.exit(declarations.status ?? 1);
 mkdirSync(dirname(STAMP), { recursive: true });
 writeFileSync(STAMP, `${hash}\n`);

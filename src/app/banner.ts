@@ -19,8 +19,8 @@ export function printBanner(options: {
   if (options.secretsKeyFile) lines.push(`Secrets are encrypted with the key in ${options.secretsKeyFile} (back it up with the data)`);
   if (devTokens) {
     lines.push(
-      `Dev admin token  (admin of workspace "${devTokens.workspace}", system-admin): ${devTokens.admin}`,
-      `Dev worker token (worker):                                          ${devTokens.worker}`,
+      `Dev admin token  (admin of workspace "${devTokens.workspace}", system-admin):         ${devTokens.admin}`,
+      `Dev worker token (worker, task-worker of workspace "${devTokens.workspace}"): ${devTokens.worker}`,
       ``,
       `Start an execution of the bundled "${DEMO_WORKFLOW_NAME}" workflow:`,
       `  curl -sS -X POST ${url}/v1/workspaces/${devTokens.workspace}/workflows/${DEMO_WORKFLOW_NAME}/executions \\`,

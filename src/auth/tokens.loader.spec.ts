@@ -57,7 +57,7 @@ describe('dev tokens in embedded mode', () => {
     expect(admin.workspaces.get('dev')).toBe('admin');
     expect([...admin.global]).toEqual(['system-admin']);
     const worker = registry.authenticate(devTokens!.worker)!;
-    expect(worker.workspaces.size).toBe(0);
+    expect([...worker.workspaces]).toEqual([['dev', 'task-worker']]);
     expect([...worker.global]).toEqual(['worker']);
   });
 

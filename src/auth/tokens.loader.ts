@@ -116,11 +116,11 @@ function parseDevTokens(text: string, path: string): DevTokens {
   return parsed.data;
 }
 
-/** The grants behind the dev tokens: admin of the dev workspace + system-admin; worker. */
+/** The grants behind the dev tokens: admin of the dev workspace + system-admin; worker, and task-worker of the dev workspace. */
 export function devTokenEntries(dev: DevTokens): TokenEntry[] {
   return [
     { token: dev.admin, subject: 'dev-admin', workspaces: { [dev.workspace]: 'admin' }, global: ['system-admin'] },
-    { token: dev.worker, subject: 'dev-worker', workspaces: {}, global: ['worker'] },
+    { token: dev.worker, subject: 'dev-worker', workspaces: { [dev.workspace]: 'task-worker' }, global: ['worker'] },
   ];
 }
 

@@ -1,0 +1,293 @@
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { createApp } from '../src/app/create-app.js';
+import { TokenRegistry } from '../src/auth/token-registry.js';
+import { KafkaBus } from '../src/bus/kafka/kafka-bus.js';
+import { loadConfig } from '../src/config/config.js';
+import { systemClock } from '../src/core/clock.port.js';
+import { randomIds } from '../src/core/ids.js';
+import { createLogger } from '../src/core/logger.js';
+import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
+import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
+import { createWorker } from '../src/worker/runtime/create-worker.js';
+import { startKafkaBroker } from '../test/support/kafka-broker.js';
+import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
+import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
+
+/**
+ * What a `task` step costs beside a built-in one: the 4-node diamond of bench:e2e (A→B, A→C,
+ * B+C→D) once with `noop` nodes, run by Flostra's worker, and once with `task` nodes, run by the
+ * worker SDK (`flostra/worker`) in a process of its own that polls over HTTP. One stack for both
+ * (real PostgreSQL and Kafka, every role in this process, as bench:e2e's `full`), closed loop at
+ * each concurrency, the two variants interleaved in slices (A B A B …) so that the machine's drift
+ * falls on both alike. Prints one JSON document on stdout; progress on stderr.
+ */
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SLICES = Number(process.env.BENCH_SLICES ?? 2);
+const WARMUP_SECONDS = 2;
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map(Number);
+const TASK_WORKER_CONCURRENCY = Number(process.env.BENCH_TASK_WORKER_CONCURRENCY ?? 128);
+const TOKEN = 'bench-token';
+const TASK_TOKEN = 'bench-task-worker-token';
+const QUEUE = 'bench';
+const AIM = 1.5;
+const TIMELINE_EXECUTIONS = Number(process.env.BENCH_TIMELINE_EXECUTIONS ?? 20);
+
+const EDGES = [
+  { from: 'a', to: 'b' },
+  { from: 'a', to: 'c' },
+  { from: 'b', to: 'd' },
+  { from: 'c', to: 'd' },
+];
+const WORKFLOWS = {
+  builtin: { nodes: ['a', 'b', 'c', 'd'].map((id) => ({ id, type: 'noop' })), edges: EDGES },
+  task: { nodes: ['a', 'b', 'c', 'd'].map((id) => ({ id, type: 'task', config: { queue: QUEUE } })), edges: EDGES },
+};
+type Variant = keyof typeof WORKFLOWS;
+const VARIANTS: Variant[] = ['builtin', 'task'];
+
+const log = (message: string) => process.stderr.write(`[bench:tasks] ${message}\n`);
+
+function processCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The SDK worker, `node dist/bench/tasks-worker.js`, ready once it polls. */
+async function startTaskWorkerProcess(apiUrl: string) {
+  const script = new URL('./tasks-worker.js', import.meta.url).pathname;
+  const child = spawn(process.execPath, [script], {
+    env: {
+      PATH: process.env.PATH,
+      FLOSTRA_API_URL: apiUrl,
+      FLOSTRA_TOKEN: TASK_TOKEN,
+      FLOSTRA_WORKSPACE: 'bench',
+      FLOSTRA_QUEUE: QUEUE,
+      FLOSTRA_CONCURRENCY: String(TASK_WORKER_CONCURRENCY),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the task worker did not start in 30 s')), 30_000);
+    child.once('exit', (code) => reject(new Error(`the task worker exited (${code})`)));
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('task worker polling')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  child.stdout.resume();
+  const pid = child.pid!;
+  return {
+    cpuSeconds: () => processCpuSeconds(pid),
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function main() {
+  log('starting PostgreSQL and Kafka');
+  const postgres = await startPostgresServer();
+  const kafka = await startKafkaBroker({ reuseExisting: false });
+  const databaseUrl = await createTestDatabase('bench_tasks', postgres.url);
+  const sql = new PgSqlClient({ connectionString: databaseUrl, max: 20 });
+  const store = await PostgresEventStore.open(sql);
+  const bus = new KafkaBus({
+    brokers: kafka.brokers,
+    clientId: 'bench',
+    logger: createLogger({ level: 'warn', write: (line) => void process.stderr.write(`${line}\n`) }),
+  });
+  const logger = createLogger({ level: 'silent' });
+  const registry = new TokenRegistry([
+    { token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
+    { token: TASK_TOKEN, subject: 'bench-task-worker', workspaces: { bench: 'task-worker' }, global: [] },
+  ]);
+  const app = await createApp({
+    config: loadConfig({ LOG_LEVEL: 'silent' }),
+    store,
+    readModelSql: sql,
+    bus,
+    clock: systemClock,
+    ids: randomIds,
+    logger,
+    registry,
+  });
+  await app.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  const worker = createWorker({ bus, apiUrl: url, token: TOKEN, logger, concurrency: 16, egressAllow: [] });
+  await worker.start();
+  const taskWorker = await startTaskWorkerProcess(url);
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  for (const variant of VARIANTS) {
+    const put = await fetch(`${url}/v1/workspaces/bench/workflows/diamond-${variant}`, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify(WORKFLOWS[variant]),
+    });
+    if (put.status >= 300) throw new Error(`publishing diamond-${variant} answered ${put.status}: ${await put.text()}`);
+  }
+
+  // Ends seen on the log itself: one subscription, no polling of the API.
+  const waiters = new Map<string, (type: string) => void>();
+  const abort = new AbortController();
+  const head = await store.headPosition();
+  const ENDS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
+  const following = (async () => {
+    for await (const batch of store.subscribeToAll({ after: head, streamPrefixes: ['execution-'], signal: abort.signal })) {
+      for (const event of batch) {
+        if (!ENDS.has(event.type)) continue;
+        const id = event.streamId.slice('execution-'.length);
+        waiters.get(id)?.(event.type);
+        waiters.delete(id);
+      }
+    }
+  })().catch((error: unknown) => {
+    if (!abort.signal.aborted) log(`subscription failed: ${String(error)}`);
+  });
+
+  /** The executions `once` started, newest last (for the timeline). */
+  const startedIds: string[] = [];
+
+  /**
+   * Where one task diamond's time goes, one at a time: the mean gap between consecutive events
+   * of its stream (by the store's recordedAt), per pair of event types, largest first.
+   */
+  async function taskTimeline(count: number, run: () => Promise<number>) {
+    const gaps = new Map<string, number[]>();
+    let total = 0;
+    for (let i = 0; i < count; i++) {
+      total += await run();
+      const events = await store.readStream(`execution-${startedIds.at(-1)}`);
+      for (let j = 1; j < events.length; j++) {
+        const key = `${events[j - 1].type} → ${events[j].type}`;
+        const list = gaps.get(key) ?? [];
+        list.push(Date.parse(events[j].recordedAt) - Date.parse(events[j - 1].recordedAt));
+        gaps.set(key, list);
+      }
+    }
+    const steps = [...gaps.entries()]
+      .map(([step, list]) => ({
+        step,
+        perExecution: round(list.length / count, 2),
+        meanMs: round(list.reduce((a, b) => a + b, 0) / list.length, 1),
+      }))
+      .map((s) => ({ ...s, msPerExecution: round(s.meanMs * s.perExecution, 1) }))
+      .sort((a, b) => b.msPerExecution - a.msPerExecution);
+    return { executions: count, meanLatencyMs: round(total / count, 1), steps: steps.filter((s) => s.msPerExecution >= 0.5) };
+  }
+
+  const once = (variant: Variant) => async (): Promise<number> => {
+    const started = performance.now();
+    const response = await post(`${url}/v1/workspaces/bench/workflows/diamond-${variant}/executions`, headers, '{}');
+    if (response.status !== 201) throw new Error(`start answered ${response.status}: ${response.body}`);
+    const { executionId } = JSON.parse(response.body) as { executionId: string };
+    startedIds.push(executionId);
+    if (startedIds.length > 1_000) startedIds.splice(0, 500);
+    const end = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`execution ${executionId} did not end in 60 s`)), 60_000);
+      waiters.set(executionId, (type) => {
+        clearTimeout(timer);
+        resolve(type);
+      });
+    });
+    if (end !== 'ExecutionSucceeded') throw new Error(`execution ${executionId} of diamond-${variant} ended ${end}`);
+    return performance.now() - started;
+  };
+
+  async function slice(variant: Variant, concurrency: number, seconds: number) {
+    const before = taskWorker.cpuSeconds();
+    const result = await closedLoop(concurrency, seconds, once(variant));
+    return { ...result, seconds, taskWorkerCpu: taskWorker.cpuSeconds() - before };
+  }
+
+  log(`warming the stack up at 16 concurrent for ${STACK_WARMUP_SECONDS}s, each variant`);
+  for (const variant of VARIANTS) await slice(variant, 16, STACK_WARMUP_SECONDS / 2);
+  const cells = [];
+  for (const concurrency of CONCURRENCY) {
+    for (const variant of VARIANTS) await slice(variant, concurrency, WARMUP_SECONDS);
+    const slices: Record<Variant, Awaited<ReturnType<typeof slice>>[]> = { builtin: [], task: [] };
+    for (let i = 0; i < SLICES; i++) {
+      for (const variant of i % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()) {
+        log(`concurrency ${concurrency}, ${variant}, slice ${i + 1} of ${SLICES}`);
+        slices[variant].push(await slice(variant, concurrency, SECONDS / SLICES));
+      }
+    }
+    const summary = (variant: Variant) => {
+      const list = slices[variant];
+      const executions = list.reduce((sum, s) => sum + s.executions, 0);
+      const seconds = list.reduce((sum, s) => sum + s.seconds, 0);
+      const mean = (pick: (s: (typeof list)[number]) => number) => round(list.reduce((sum, s) => sum + pick(s), 0) / list.length, 5);
+      return {
+        executions,
+        executionsPerSec: round(executions / seconds, 1),
+        latencyMs: { p50: mean((s) => s.latencyMs.p50), p90: mean((s) => s.latencyMs.p90), p99: mean((s) => s.latencyMs.p99) },
+        cpuSecondsPerExecution: {
+          flostraProcess: mean((s) => s.processCpu),
+          ...(variant === 'task' ? { taskWorkerProcess: round(list.reduce((sum, s) => sum + s.taskWorkerCpu, 0) / executions, 5) } : {}),
+          wholeMachine: mean((s) => s.machineCpu),
+        },
+      };
+    };
+    const builtin = summary('builtin');
+    const task = summary('task');
+    const ratio = {
+      throughput: round(builtin.executionsPerSec / task.executionsPerSec, 2),
+      p50: round(task.latencyMs.p50 / builtin.latencyMs.p50, 2),
+      machineCpu: round(task.cpuSecondsPerExecution.wholeMachine / builtin.cpuSecondsPerExecution.wholeMachine, 2),
+    };
+    log(
+      `concurrency ${concurrency}: builtin ${builtin.executionsPerSec}/s, task ${task.executionsPerSec}/s, ratio ${JSON.stringify(ratio)}`,
+    );
+    cells.push({ concurrency, builtin, task, ratio });
+  }
+
+  log(`timeline: ${TIMELINE_EXECUTIONS} task diamonds one at a time`);
+  const timeline = await taskTimeline(TIMELINE_EXECUTIONS, once('task'));
+
+  abort.abort();
+  await taskWorker.stop();
+  await worker.stop();
+  await app.close();
+  await following;
+  await bus.close();
+  await store.close();
+  await sql.close();
+  await kafka.stop();
+  await postgres.stop();
+
+  const worst = Math.max(...cells.map((c) => Math.max(c.ratio.throughput, c.ratio.p50)));
+  const report = {
+    benchmark:
+      'diamond workflow (A→B, A→C, B+C→D) of 4 task nodes run by the worker SDK in its own process, beside the same diamond of 4 noop nodes, closed loop, start→ExecutionSucceeded',
+    stack: 'real PostgreSQL + real Kafka (KRaft, one broker), every role in one Node process; the SDK task worker in another',
+    secondsPerCell: SECONDS,
+    slicesPerCell: SLICES,
+    warmUpSeconds: { stackAt16: STACK_WARMUP_SECONDS, eachCell: WARMUP_SECONDS },
+    taskWorkerConcurrency: TASK_WORKER_CONCURRENCY,
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },
+    ratioMeaning:
+      'throughput: builtin executions/s ÷ task executions/s; p50: task p50 ÷ builtin p50; machineCpu: per execution, task ÷ builtin',
+    aim: { atMost: AIM, worstRatio: worst, met: worst <= AIM },
+    cells,
+    timeline,
+  };
+  process.stdout.write(JSON.stringify(report) + '\n');
+  process.exit(0);
+}
+
+function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench:tasks failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

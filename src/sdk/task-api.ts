@@ -1,0 +1,110 @@
+import { TaskApiError, type TaskFailure } from './task-errors.js';
+
+/** A task as `poll` hands it out. */
+export interface PolledTask {
+  taskId: string;
+  executionId: string;
+  nodeId: string;
+  attempt: number;
+  input: unknown;
+  fencingToken: number;
+  leaseExpiresAt: string;
+  heartbeatIntervalMs: number;
+}
+
+export interface HeartbeatAnswer {
+  leaseExpiresAt: string;
+  cancelRequested: boolean;
+}
+
+export type Completion = { outcome: 'succeeded'; output?: unknown } | { outcome: 'failed'; error: TaskFailure };
+
+export interface TaskApiOptions {
+  url: string;
+  token: string;
+  workspace: string;
+  queue: string;
+  /** Bound of a heartbeat or a completion call (a poll gets its wait on top). */
+  requestTimeoutMs: number;
+}
+
+/** The task-queue calls of Flostra's HTTP API, over Node's own fetch. Every failure is a `TaskApiError`. */
+export class TaskApi {
+  private readonly base: string;
+  private readonly pollUrl: string;
+  private readonly headers: Record<string, string>;
+
+  constructor(private readonly options: TaskApiOptions) {
+    this.base = options.url.replace(/\/+$/, '');
+    this.pollUrl = `${this.base}/v1/workspaces/${encodeURIComponent(options.workspace)}/task-queues/${encodeURIComponent(options.queue)}/poll`;
+    this.headers = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json', accept: 'application/json' };
+  }
+
+  /** The next task of the queue, or null when none arrived within `waitMs`. */
+  async poll(workerId: string, waitMs: number, signal: AbortSignal): Promise<PolledTask | null> {
+    const answer = await this.post(this.pollUrl, { workerId, waitMs }, waitMs + this.options.requestTimeoutMs, signal);
+    if (answer.status === 204 || answer.body === null) return null;
+    return answer.body as PolledTask;
+  }
+
+  async heartbeat(taskId: string, body: { workerId: string; fencingToken: number; progress?: unknown }): Promise<HeartbeatAnswer> {
+    const answer = await this.post(this.taskUrl(taskId, 'heartbeat'), body, this.options.requestTimeoutMs);
+    const parsed = (answer.body ?? {}) as Partial<HeartbeatAnswer>;
+    return { leaseExpiresAt: String(parsed.leaseExpiresAt ?? ''), cancelRequested: parsed.cancelRequested === true };
+  }
+
+  async complete(taskId: string, body: { workerId: string; fencingToken: number } & Completion): Promise<void> {
+    await this.post(this.taskUrl(taskId, 'complete'), body, this.options.requestTimeoutMs);
+  }
+
+  private taskUrl(taskId: string, verb: string): string {
+    return `${this.base}/v1/tasks/${encodeURIComponent(taskId)}/${verb}`;
+  }
+
+  private async post(url: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, {
+        method: 'POST',
+        headers: this.headers,
+        body: JSON.stringify(body),
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+      text = await response.text();
+    } catch (error) {
+      const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : describe(error);
+      throw new TaskApiError(0, signal?.aborted ? 'aborted' : 'network_error', `POST ${url}: ${why}`, null, { cause: error });
+    }
+    let parsed: unknown = null;
+    if (text !== '') {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = null;
+      }
+    }
+    if (response.status >= 200 && response.status < 300) return { status: response.status, body: parsed };
+    const problem = (parsed ?? {}) as { code?: unknown; detail?: unknown; title?: unknown };
+    const code = typeof problem.code === 'string' ? problem.code : `http_${response.status}`;
+    const detail =
+      typeof problem.detail === 'string' ? problem.detail : typeof problem.title === 'string' ? problem.title : text.slice(0, 200);
+    throw new TaskApiError(response.status, code, `POST ${url} answered ${response.status} ${code}: ${detail}`, retryAfter(response));
+  }
+}
+
+function retryAfter(response: Response): number | null {
+  const header = response.headers.get('retry-after');
+  if (header === null) return null;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+  return `${error.message}${cause}`;
+}

@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+/**
+ * A loopback stand-in for the task-queue calls of Flostra's API (poll, heartbeat, complete),
+ * kept in memory, for testing task-worker clients: it records every call, and a test steers it
+ * (cancel a task, take its lease away, answer the next calls with a status, drop connections).
+ */
+export interface DoubleTask {
+  taskId: string;
+  executionId: string;
+  nodeId: string;
+  attempt: number;
+  input: unknown;
+  fencingToken: number;
+  heartbeatIntervalMs: number;
+  workerId: string | null;
+  cancelRequested: boolean;
+  /** Set by `loseLease`: heartbeats and completions are refused with this code. */
+  lost: 'stale_attempt' | 'lease_expired' | null;
+  completion: Record<string, unknown> | null;
+}
+
+export interface RecordedCall {
+  route: 'poll' | 'heartbeat' | 'complete';
+  taskId: string | null;
+  body: any;
+  status: number;
+}
+
+type Fault = { route: RecordedCall['route']; status: number | 'drop'; remaining: number };
+
+export class TaskQueueDouble {
+  readonly token = 'task-worker-token';
+  readonly calls: RecordedCall[] = [];
+  readonly tasks = new Map<string, DoubleTask>();
+  private readonly queue: DoubleTask[] = [];
+  private readonly waiters: Array<() => void> = [];
+  private readonly faults: Fault[] = [];
+  private server: Server | null = null;
+  /** Polls being held open right now. */
+  pollsWaiting = 0;
+  url = '';
+
+  constructor(
+    readonly workspace = 'ws-a',
+    readonly queueName = 'images',
+  ) {}
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => void this.serve(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
+  }
+
+  async stop(): Promise<void> {
+    for (const wake of this.waiters.splice(0)) wake();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  /** Puts a task in the queue; the next poll takes it. */
+  enqueue(input: unknown, options: { heartbeatIntervalMs?: number; attempt?: number; nodeId?: string } = {}): DoubleTask {
+    const task: DoubleTask = {
+      taskId: randomUUID(),
+      executionId: randomUUID(),
+      nodeId: options.nodeId ?? 'resize',
+      attempt: options.attempt ?? 1,
+      input,
+      fencingToken: 0,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 60_000,
+      workerId: null,
+      cancelRequested: false,
+      lost: null,
+      completion: null,
+    };
+    this.tasks.set(task.taskId, task);
+    this.queue.push(task);
+    this.waiters.shift()?.();
+    return task;
+  }
+
+  /** The next `count` calls of `route` answer `status` (a problem), or lose their connection (`drop`). */
+  failNext(route: RecordedCall['route'], count: number, status: number | 'drop' = 503): void {
+    this.faults.push({ route, status, remaining: count });
+  }
+
+  cancel(taskId: string): void {
+    this.task(taskId).cancelRequested = true;
+  }
+
+  loseLease(taskId: string, code: 'stale_attempt' | 'lease_expired' = 'lease_expired'): void {
+    this.task(taskId).lost = code;
+  }
+
+  callsOf(route: RecordedCall['route'], taskId?: string): RecordedCall[] {
+    return this.calls.filter((c) => c.route === route && (taskId === undefined || c.taskId === taskId));
+  }
+
+  task(taskId: string): DoubleTask {
+    const task = this.tasks.get(taskId);
+    if (!task) throw new Error(`no task ${taskId}`);
+    return task;
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body = text === '' ? {} : JSON.parse(text);
+    const path = req.url ?? '/';
+    const pollPath = `/v1/workspaces/${this.workspace}/task-queues/${this.queueName}/poll`;
+    const taskMatch = /^\/v1\/tasks\/([^/]+)\/(heartbeat|complete)$/.exec(path);
+    const route: RecordedCall['route'] | null = path === pollPath ? 'poll' : taskMatch ? (taskMatch[2] as 'heartbeat' | 'complete') : null;
+    const taskId = taskMatch ? decodeURIComponent(taskMatch[1]) : null;
+    const answer = (status: number, payload?: unknown) => {
+      if (route) this.calls.push({ route, taskId, body, status });
+      if (payload === undefined) {
+        res.writeHead(status).end();
+        return;
+      }
+      const problem = status >= 400;
+      res.writeHead(status, { 'content-type': problem ? 'application/problem+json' : 'application/json' }).end(JSON.stringify(payload));
+    };
+    const problem = (status: number, code: string) =>
+      answer(status, { type: `urn:flostra:problem:${code}`, title: code, status, detail: code, code });
+
+    if (req.method !== 'POST' || route === null) return problem(404, 'not_found');
+    if (req.headers.authorization !== `Bearer ${this.token}`) return problem(401, 'unauthenticated');
+    const fault = this.faults.find((f) => f.route === route && f.remaining > 0);
+    if (fault) {
+      fault.remaining--;
+      if (fault.status === 'drop') {
+        this.calls.push({ route, taskId, body, status: 0 });
+        req.socket.destroy();
+        return;
+      }
+      const codes: Record<number, string> = { 409: 'stale_attempt', 413: 'output_too_large', 503: 'unavailable' };
+      return problem(fault.status, codes[fault.status] ?? 'internal');
+    }
+
+    if (route === 'poll') {
+      let task = this.queue.shift();
+      if (!task && Number(body.waitMs) > 0) {
+        this.pollsWaiting++;
+        await new Promise<void>((resolve) => {
+          const wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          const timer = setTimeout(() => {
+            const index = this.waiters.indexOf(wake);
+            if (index >= 0) this.waiters.splice(index, 1);
+            resolve();
+          }, Number(body.waitMs));
+          this.waiters.push(wake);
+        });
+        this.pollsWaiting--;
+        task = this.queue.shift();
+      }
+      if (!task) return answer(204);
+      if (res.destroyed) {
+        // The worker gave up on this poll: the task goes back to the front of the queue.
+        this.queue.unshift(task);
+        return;
+      }
+      task.workerId = String(body.workerId);
+      task.fencingToken++;
+      const { taskId: id, executionId, nodeId, attempt, input, fencingToken, heartbeatIntervalMs } = task;
+      const leaseExpiresAt = new Date(Date.now() + 3 * heartbeatIntervalMs).toISOString();
+      return answer(200, { taskId: id, executionId, nodeId, attempt, input, fencingToken, leaseExpiresAt, heartbeatIntervalMs });
+    }
+
+    const task = taskId ? this.tasks.get(taskId) : undefined;
+    if (!task) return problem(404, 'not_found');
+    if (task.lost) return problem(409, task.lost);
+    if (body.workerId !== task.workerId || body.fencingToken !== task.fencingToken) return problem(409, 'stale_attempt');
+    if (route === 'heartbeat') {
+      if (task.completion) return problem(409, 'stale_attempt');
+      const leaseExpiresAt = new Date(Date.now() + 3 * task.heartbeatIntervalMs).toISOString();
+      return answer(200, { leaseExpiresAt, cancelRequested: task.cancelRequested });
+    }
+    if (task.completion && JSON.stringify(task.completion) !== JSON.stringify(body)) return problem(409, 'stale_attempt');
+    task.completion = body;
+    return answer(200, { status: 'recorded' });
+  }
+}
