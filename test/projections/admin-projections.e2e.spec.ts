@@ -27,8 +27,11 @@ describe.each(STORE_KINDS)('the projections admin API on %s', (kind) => {
     const res = await api.get('/v1/admin/projections', admin);
     expect(res.status).toBe(200);
     const head = await t.store.headPosition();
-    expect(res.body.projections.map((p: { name: string }) => p.name)).toEqual(['executions', 'timeline', 'audit']);
-    for (const projection of res.body.projections) {
+    expect(res.body.projections.map((p: { name: string }) => p.name)).toEqual(['executions', 'timeline', 'audit', 'schedules']);
+    // The schedules read model follows schedule streams only: this workload has none.
+    const schedules = res.body.projections.find((p: { name: string }) => p.name === 'schedules');
+    expect(schedules).toMatchObject({ status: 'live', lag: { events: 0 }, error: null, rebuild: null });
+    for (const projection of res.body.projections.filter((p: { name: string }) => p.name !== 'schedules')) {
       expect(projection).toMatchObject({
         version: 1,
         definitionVersion: PROJECTION_DEFINITIONS.find((d) => d.name === projection.name)?.version,

@@ -28,7 +28,7 @@ describe.each(HARNESS_KINDS)('a rebuilt read model on %s', (kind) => {
     expect(new Set(incremental.timeline.map((row) => row.type)).size).toBeGreaterThanOrEqual(10);
     await harness.expectModelsEqualTheLog();
 
-    for (const name of ['executions', 'timeline', 'audit']) {
+    for (const name of ['executions', 'timeline', 'audit', 'schedules']) {
       const { version } = await harness.rebuild(name);
       expect(version).toBe(2);
       await harness.switched(name, 2);
