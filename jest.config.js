@@ -9,6 +9,12 @@
  *
  * The integration and e2e setups start the services their suites use; when both tiers run in
  * one jest run each service starts once and stops after the last test (test/support/test-services.ts).
+ *
+ * ts-jest only transpiles (tsconfig.json sets `isolatedModules`, which ts-jest follows): type
+ * checking every test file's whole import graph again made the run CPU-bound. `npm test` runs
+ * `npm run typecheck` (tsc over the same files) before jest instead, and `isolatedModules` makes
+ * tsc refuse what a per-file transpile would get wrong (for example a type-only import in a
+ * decorated constructor, whose metadata Nest's injection reads).
  */
 const shared = {
   testEnvironment: 'node',
