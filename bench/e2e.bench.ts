@@ -1,25 +1,10 @@
-import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { createApp } from '../src/app/create-app.js';
-import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
-import { KafkaBus } from '../src/bus/kafka/kafka-bus.js';
-import { TokenRegistry } from '../src/auth/token-registry.js';
-import { loadConfig } from '../src/config/config.js';
 import type { Bus } from '../src/core/bus.port.js';
-import { systemClock } from '../src/core/clock.port.js';
-import type { EventStore } from '../src/core/event-store.port.js';
-import { randomIds } from '../src/core/ids.js';
-import { createLogger } from '../src/core/logger.js';
-import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
-import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
-import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
-import type { SqlClient } from '../src/postgres/sql-client.port.js';
-import { createWorker } from '../src/worker/runtime/create-worker.js';
+import type { createLogger } from '../src/core/logger.js';
 import { METRICS, type Metrics } from '../src/core/metrics.port.js';
-import { startKafkaBroker } from '../test/support/kafka-broker.js';
-import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
+import { createWorker } from '../src/worker/runtime/create-worker.js';
+import { followExecutionEnds, openBenchStack, processCpuSeconds, publishBenchWorkflow, startBenchApp } from './bench-stack.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
 
 /**
@@ -52,99 +37,30 @@ const DIAMOND = {
   ],
 };
 
-interface Stack {
-  store: EventStore;
-  sql: SqlClient;
-  bus: Bus;
-  /** Kafka's bootstrap brokers, for a worker in another process. */
-  brokers: string[];
-  close(): Promise<void>;
-}
-
 const log = (message: string) => process.stderr.write(`[bench:e2e] ${message}\n`);
-
-async function openStack(mode: string): Promise<Stack> {
-  if (mode === 'embedded') {
-    const sql = await PgliteSqlClient.open();
-    const store = await PostgresEventStore.open(sql);
-    const bus = new InProcessBus();
-    return {
-      store,
-      sql,
-      bus,
-      brokers: [],
-      close: async () => {
-        await bus.close();
-        await store.close();
-        await sql.close();
-      },
-    };
-  }
-  const postgres = await startPostgresServer();
-  const kafka = await startKafkaBroker({ reuseExisting: false });
-  const url = await createTestDatabase('bench_e2e', postgres.url);
-  const sql = new PgSqlClient({ connectionString: url, max: 20 });
-  const store = await PostgresEventStore.open(sql);
-  // Kafka's warnings go with the progress lines: stdout carries the JSON report only.
-  const bus = new KafkaBus({
-    brokers: kafka.brokers,
-    clientId: 'bench',
-    logger: createLogger({ level: 'warn', write: (line) => void process.stderr.write(`${line}\n`) }),
-  });
-  return {
-    store,
-    sql,
-    bus,
-    brokers: kafka.brokers,
-    close: async () => {
-      await bus.close();
-      await store.close();
-      await sql.close();
-      await kafka.stop();
-      await postgres.stop();
-    },
-  };
-}
 
 async function runMode(mode: string) {
   log(`${mode}: starting the stack`);
-  const stack = await openStack(mode);
-  const logger = createLogger({ level: 'silent' });
-  const config = loadConfig({ LOG_LEVEL: 'silent' });
-  const registry = new TokenRegistry([{ token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] }]);
-  const app = await createApp({
-    config,
-    store: stack.store,
-    readModelSql: stack.sql,
-    bus: stack.bus,
-    clock: systemClock,
-    ids: randomIds,
-    logger,
-    registry,
-  });
-  await app.listen(0, '127.0.0.1');
-  const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  const stack = await openBenchStack(mode === 'embedded' ? { mode } : { mode: 'full', database: 'bench_e2e', clientId: 'bench' });
+  const { app, url, logger } = await startBenchApp(stack, [
+    { token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
+  ]);
   const worker =
     mode === 'split' ? await startWorkerProcess(url, stack.brokers) : await startInProcessWorker(stack.bus, url, logger, app.get(METRICS));
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-  await fetch(`${url}/v1/workspaces/bench/workflows/diamond`, { method: 'PUT', headers, body: JSON.stringify(DIAMOND) });
+  await publishBenchWorkflow(url, TOKEN, 'diamond', DIAMOND);
 
-  // Completion from the log itself: one subscription, no polling of the API.
   const waiters = new Map<string, () => void>();
-  const abort = new AbortController();
-  const head = await stack.store.headPosition();
-  const following = (async () => {
-    for await (const batch of stack.store.subscribeToAll({ after: head, streamPrefixes: ['execution-'], signal: abort.signal })) {
-      for (const event of batch) {
-        if (event.type !== 'ExecutionSucceeded' && event.type !== 'ExecutionFailed') continue;
-        const id = event.streamId.slice('execution-'.length);
-        waiters.get(id)?.();
-        waiters.delete(id);
+  const follower = await followExecutionEnds(
+    stack.store,
+    (ends) => {
+      for (const { executionId } of ends) {
+        waiters.get(executionId)?.();
+        waiters.delete(executionId);
       }
-    }
-  })().catch((error: unknown) => {
-    if (!abort.signal.aborted) log(`subscription failed: ${String(error)}`);
-  });
+    },
+    log,
+  );
 
   async function oneExecution(): Promise<number> {
     const started = performance.now();
@@ -184,10 +100,9 @@ async function runMode(mode: string) {
     log(`${mode}: concurrency ${concurrency}, measuring ${SECONDS}s`);
     results.push(await measure(concurrency, SECONDS));
   }
-  abort.abort();
   await worker.stop();
   await app.close();
-  await following;
+  await follower.stop();
   await stack.close();
   return {
     mode,
@@ -253,10 +168,7 @@ async function startWorkerProcess(apiUrl: string, brokers: string[]): Promise<Be
   child.stdout!.resume();
   const pid = child.pid!;
   return {
-    cpuSeconds: () => {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
-    },
+    cpuSeconds: () => processCpuSeconds(pid),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;

@@ -1,19 +1,7 @@
-import 'reflect-metadata';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { createApp } from '../src/app/create-app.js';
-import { TokenRegistry } from '../src/auth/token-registry.js';
-import { KafkaBus } from '../src/bus/kafka/kafka-bus.js';
-import { loadConfig } from '../src/config/config.js';
-import { systemClock } from '../src/core/clock.port.js';
-import { randomIds } from '../src/core/ids.js';
-import { createLogger } from '../src/core/logger.js';
-import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
-import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
-import { startKafkaBroker } from '../test/support/kafka-broker.js';
-import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
+import { followExecutionEnds, openBenchStack, processCpuSeconds, publishBenchWorkflow, startBenchApp } from './bench-stack.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
 
 /**
@@ -50,11 +38,6 @@ type Variant = keyof typeof WORKFLOWS;
 const VARIANTS: Variant[] = ['builtin', 'task'];
 
 const log = (message: string) => process.stderr.write(`[bench:tasks] ${message}\n`);
-
-function processCpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 /** The SDK worker, `node dist/bench/tasks-worker.js`, ready once it polls. */
 async function startTaskWorkerProcess(apiUrl: string) {
@@ -94,63 +77,29 @@ async function startTaskWorkerProcess(apiUrl: string) {
 
 async function main() {
   log('starting PostgreSQL and Kafka');
-  const postgres = await startPostgresServer();
-  const kafka = await startKafkaBroker({ reuseExisting: false });
-  const databaseUrl = await createTestDatabase('bench_tasks', postgres.url);
-  const sql = new PgSqlClient({ connectionString: databaseUrl, max: 20 });
-  const store = await PostgresEventStore.open(sql);
-  const bus = new KafkaBus({
-    brokers: kafka.brokers,
-    clientId: 'bench',
-    logger: createLogger({ level: 'warn', write: (line) => void process.stderr.write(`${line}\n`) }),
-  });
-  const logger = createLogger({ level: 'silent' });
-  const registry = new TokenRegistry([
+  const stack = await openBenchStack({ mode: 'full', database: 'bench_tasks', clientId: 'bench' });
+  const { store, bus } = stack;
+  const { app, url, logger } = await startBenchApp(stack, [
     { token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
     { token: TASK_TOKEN, subject: 'bench-task-worker', workspaces: { bench: 'task-worker' }, global: [] },
   ]);
-  const app = await createApp({
-    config: loadConfig({ LOG_LEVEL: 'silent' }),
-    store,
-    readModelSql: sql,
-    bus,
-    clock: systemClock,
-    ids: randomIds,
-    logger,
-    registry,
-  });
-  await app.listen(0, '127.0.0.1');
-  const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
   const worker = createWorker({ bus, apiUrl: url, token: TOKEN, logger, concurrency: 16, egressAllow: [] });
   await worker.start();
   const taskWorker = await startTaskWorkerProcess(url);
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-  for (const variant of VARIANTS) {
-    const put = await fetch(`${url}/v1/workspaces/bench/workflows/diamond-${variant}`, {
-      method: 'PUT',
-      headers,
-      body: JSON.stringify(WORKFLOWS[variant]),
-    });
-    if (put.status >= 300) throw new Error(`publishing diamond-${variant} answered ${put.status}: ${await put.text()}`);
-  }
+  for (const variant of VARIANTS) await publishBenchWorkflow(url, TOKEN, `diamond-${variant}`, WORKFLOWS[variant]);
 
-  // Ends seen on the log itself: one subscription, no polling of the API.
   const waiters = new Map<string, (type: string) => void>();
-  const abort = new AbortController();
-  const head = await store.headPosition();
-  const ENDS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
-  const following = (async () => {
-    for await (const batch of store.subscribeToAll({ after: head, streamPrefixes: ['execution-'], signal: abort.signal })) {
-      for (const event of batch) {
-        if (!ENDS.has(event.type)) continue;
-        const id = event.streamId.slice('execution-'.length);
-        waiters.get(id)?.(event.type);
-        waiters.delete(id);
+  const follower = await followExecutionEnds(
+    store,
+    (ends) => {
+      for (const { executionId, type } of ends) {
+        waiters.get(executionId)?.(type);
+        waiters.delete(executionId);
       }
-    }
-  })().catch((error: unknown) => {
-    if (!abort.signal.aborted) log(`subscription failed: ${String(error)}`);
-  });
+    },
+    log,
+  );
 
   /** The executions `once` started, newest last (for the timeline). */
   const startedIds: string[] = [];
@@ -251,16 +200,11 @@ async function main() {
   log(`timeline: ${TIMELINE_EXECUTIONS} task diamonds one at a time`);
   const timeline = await taskTimeline(TIMELINE_EXECUTIONS, once('task'));
 
-  abort.abort();
   await taskWorker.stop();
   await worker.stop();
   await app.close();
-  await following;
-  await bus.close();
-  await store.close();
-  await sql.close();
-  await kafka.stop();
-  await postgres.stop();
+  await follower.stop();
+  await stack.close();
 
   const worst = Math.max(...cells.map((c) => Math.max(c.ratio.throughput, c.ratio.p50)));
   const report = {
