@@ -10,7 +10,9 @@
  * The integration and e2e setups start the services their suites use; when both tiers run in
  * one jest run each service starts once and stops after the last test (test/support/test-services.ts).
  *
- * ts-jest only transpiles (tsconfig.json sets `isolatedModules`, which ts-jest follows): type
+ * ts-jest only transpiles (tsconfig.jest.json sets `isolatedModules`, which ts-jest follows, and
+ * `module: esnext`, so that ts-jest emits CommonJS where jest requires a file, as for the global
+ * setups, and ES modules for the suites; `nodenext` would emit by package type alone): type
  * checking every test file's whole import graph again made the run CPU-bound. `npm test` runs
  * `npm run typecheck` (tsc over the same files) before jest instead, and `isolatedModules` makes
  * tsc refuse what a per-file transpile would get wrong (for example a type-only import in a
@@ -21,7 +23,7 @@ const shared = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { ignoreCodes: [151002] } }],
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.jest.json', diagnostics: { ignoreCodes: [151002] } }],
   },
   testTimeout: 60000,
 };
