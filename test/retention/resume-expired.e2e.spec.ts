@@ -25,7 +25,8 @@ describe.each(ALL_STORE_KINDS)('resuming a live stream across retention on %s', 
   let api: ApiClient;
 
   beforeAll(async () => {
-    t = await startTestApp(kind);
+    // The app's own sweep runs too (its watchdog role, at start): on the real clock nothing has expired.
+    t = await startTestApp(kind, { FLOSTRA_RETENTION_DAYS: '30' });
     api = client(t.url);
     await publish(api, 'chain');
   });
