@@ -20,6 +20,7 @@ import {
   leaseExtended,
 } from '../test/support/executions/execution-fixtures.js';
 import { type GivenRecordedEvent, position, recordedProjectionSpecification } from '../test/support/projector/projection-specification.js';
+import { EXECUTIONS_EXPIRED, RETENTION_STREAM } from '../src/core/retention.js';
 import { UnattributedAuditEventError, auditProjection } from './audit.projection.js';
 
 const OTHER_EXECUTION = '0b8f4e0a-1c2d-4e5f-8a9b-000000000002';
@@ -168,6 +169,42 @@ describe('the audit projection', () => {
         [position(3), EXECUTION_ID, WORKSPACE_ID, OPERATOR],
         [position(4), OTHER_EXECUTION, OTHER_WORKSPACE, 'unknown'],
       ]);
+    });
+  });
+
+  describe('when retention expires executions', () => {
+    it('drops their rows, and every row recorded before its horizon, of executions or not', async () => {
+      const other = { executionId: OTHER_EXECUTION };
+      await spec
+        .given([
+          now(executionStarted(), OPERATOR),
+          published(
+            { workspaceId: WORKSPACE_ID, name: 'orders', by: 'eve' },
+            { schemaVersion: 1, actor: 'eve', workspaceId: WORKSPACE_ID },
+          ),
+          now(executionStarted(), OPERATOR, other),
+          now(attemptScheduled(), OPERATOR, other),
+          now(attemptScheduled(), OPERATOR),
+          {
+            streamId: RETENTION_STREAM,
+            type: EXECUTIONS_EXPIRED,
+            data: { executionIds: [EXECUTION_ID], before: recordedAt(4), prunedThrough: position(5) },
+            metadata: { actor: 'system:retention' },
+          },
+          now(cancelRequested({ at: 9_000 }), OPERATOR, other),
+        ])
+        .then({
+          audit: [
+            row(4, {
+              actor: OPERATOR,
+              action: 'AttemptScheduled',
+              execution: OTHER_EXECUTION,
+              detail: { attemptId: ATTEMPT_1, attemptNumber: 1, reason: 'start' },
+            }),
+            row(7, { actor: OPERATOR, action: 'CancelRequested', execution: OTHER_EXECUTION, detail: {} }),
+          ],
+          audit_executions: [{ execution_id: OTHER_EXECUTION, workspace_id: WORKSPACE_ID, workflow: 'nightly-export' }],
+        });
     });
   });
 

@@ -44,7 +44,8 @@ export class UnattributedAuditEventError extends Error {
 export const auditProjection: ProjectionDefinition<AuditBatch, AuditOwner, AuditedEvent> = {
   name: 'audit',
   source: auditedEvents,
-  version: 1,
+  // 2: an index on `recorded_at`, by which retention prunes.
+  version: 2,
   relations: ['audit', 'audit_executions'],
 
   tables: (suffix) => [
@@ -68,6 +69,7 @@ export const auditProjection: ProjectionDefinition<AuditBatch, AuditOwner, Audit
   indexes: (suffix) => [
     `alter table read_models.audit${suffix} add constraint audit${suffix}_pkey primary key (position)`,
     `create index audit${suffix}_workspace_idx on read_models.audit${suffix} (workspace_id, position)`,
+    `create index audit${suffix}_recorded_idx on read_models.audit${suffix} (recorded_at)`,
   ],
 
   async begin(tx, tables, events, memo) {
@@ -140,5 +142,17 @@ export const auditProjection: ProjectionDefinition<AuditBatch, AuditOwner, Audit
          action text, execution_id text, workflow text, detail jsonb)`),
       [JSON.stringify(batch.rows)],
     );
+  },
+
+  // Pruned by the same horizon: the expired executions' rows, and every row recorded before it
+  // (workflow and secret actions too). The fact's time is in the log, so a rebuild prunes alike.
+  expire(tx, tables, { executionIds, before }, memo) {
+    for (const id of executionIds) memo.delete(id);
+    tx.queue(reusable(`delete from ${tables.audit} where recorded_at < $2::timestamptz or execution_id = any($1::text[])`), [
+      executionIds,
+      before,
+    ]);
+    if (executionIds.length > 0)
+      tx.queue(reusable(`delete from ${tables.audit_executions} where execution_id = any($1::text[])`), [executionIds]);
   },
 };

@@ -56,6 +56,14 @@ export class AuditReadModel {
     return rows.map(toEntry);
   }
 
+  /** True when some workspace's trail has an entry recorded before `cutoff` (retention prunes it). */
+  async hasEntriesBefore(cutoff: Date): Promise<boolean> {
+    const { rows } = await this.sql.query('select 1 as found from read_models.audit where recorded_at < $1::timestamptz limit 1', [
+      cutoff.toISOString(),
+    ]);
+    return rows.length > 0;
+  }
+
   /** True when the workspace's trail has an entry at exactly this position. */
   async hasEntry(workspaceId: string, position: Position): Promise<boolean> {
     const { rows } = await this.sql.query(

@@ -43,7 +43,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   // 3: and `scheduledBy`, the schedule fire that started the execution.
   // 4: `trace_id`, the trace of the start (ExecutionStarted's `traceparent`).
   // 5: and the execution's tasks and waits; `has_open_tasks` finds those with tasks to hand out.
-  version: 5,
+  // 6: an index on `ended_at` for retention's sweep.
+  version: 6,
   relations: ['executions'],
 
   tables: (suffix) => [
@@ -72,6 +73,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
     `create index executions${suffix}_status_idx on read_models.executions${suffix} (workspace_id, status, created_position)`,
     `create index executions${suffix}_workflow_idx on read_models.executions${suffix} (workspace_id, workflow_name, created_position)`,
     `create index executions${suffix}_open_tasks_idx on read_models.executions${suffix} (execution_id) where has_open_tasks`,
+    `create index executions${suffix}_ended_idx on read_models.executions${suffix} (ended_at) where ended_at is not null`,
   ],
 
   async begin(tx, tables, events, memo) {
@@ -114,6 +116,12 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
     upsert(tx, tables, rows);
     // Documents are immutable values (evolve returns new states): safe to hand to the next batch.
     for (const id of batch.changed) memo.set(id, batch.documents.get(id)!);
+  },
+
+  expire(tx, tables, { executionIds }, memo) {
+    if (executionIds.length === 0) return;
+    for (const id of executionIds) memo.delete(id);
+    tx.queue(reusable(`delete from ${tables.executions} where execution_id = any($1::text[])`), [executionIds]);
   },
 };
 

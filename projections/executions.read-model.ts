@@ -133,6 +133,20 @@ export class ExecutionsReadModel {
     const checkpoint = rows[0]?.checkpoint ?? null;
     return { executions: rows.filter((row) => row.execution_id !== null).map(toSummary), checkpoint };
   }
+
+  /**
+   * Retention's candidates: executions that ended before `cutoff`, by id after `after`, at most
+   * `limit`. The store has the last word (the sweep reads each stream before deleting it).
+   */
+  async endedBefore(cutoff: Date, after: string | null, limit: number): Promise<{ executionId: string; position: Position }[]> {
+    const { rows } = await this.sql.query<{ execution_id: string; position: string }>(
+      `select execution_id, position from read_models.executions
+       where ended_at < $1::timestamptz and ($2::text is null or execution_id > $2::text collate "C")
+       order by execution_id collate "C" limit $3`,
+      [cutoff.toISOString(), after, limit],
+    );
+    return rows.map((row) => ({ executionId: row.execution_id, position: row.position }));
+  }
 }
 
 function toSummary(row: SummaryRow): ExecutionSummary {

@@ -94,4 +94,7 @@ export const schedulesProjection: ProjectionDefinition<SchedulesBatch, ScheduleD
     );
     for (const streamId of batch.changed) memo.set(streamId, batch.documents.get(streamId)!);
   },
+
+  // Schedules are not executions: retention keeps them (one may still name an expired last execution).
+  expire() {},
 };

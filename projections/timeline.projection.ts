@@ -118,4 +118,11 @@ export const timelineProjection: ProjectionDefinition<TimelineBatch, string, Pro
       [JSON.stringify(batch.rows)],
     );
   },
+
+  expire(tx, tables, { executionIds }, memo) {
+    if (executionIds.length === 0) return;
+    for (const id of executionIds) memo.delete(id);
+    tx.queue(reusable(`delete from ${tables.timeline} where execution_id = any($1::text[])`), [executionIds]);
+    tx.queue(reusable(`delete from ${tables.timeline_owners} where execution_id = any($1::text[])`), [executionIds]);
+  },
 };

@@ -17,6 +17,7 @@ import type { SqlClient } from '../postgres/sql-client.port.js';
 import type { ProjectorOptions } from '../projector/projector.js';
 import { ProjectorModule } from '../projector/projector.module.js';
 import { WatchdogModule } from '../watchdog/watchdog.module.js';
+import { RetentionModule } from '../retention/retention.module.js';
 import { SchedulerModule } from '../scheduler/scheduler.module.js';
 import { SchedulesModule } from '../schedules/schedules.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
@@ -58,6 +59,7 @@ export function roleModules(config: AppConfig): Type[] {
   if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
+  if (runsRole(config, 'watchdog') && config.retentionDays !== null) modules.push(RetentionModule);
   if (runsRole(config, 'scheduler')) modules.push(SchedulerModule);
   return modules;
 }

@@ -40,6 +40,10 @@ describe('loadConfig', () => {
       expect(config.logLevel).toBe('info');
     });
 
+    it('keeps ended executions forever', () => {
+      expect(config.retentionDays).toBeNull();
+    });
+
     it('lets a projector hold a short batch back 50 ms while appends stream in', () => {
       expect(config.projectorGatherMs).toBe(50);
     });
@@ -95,6 +99,7 @@ describe('loadConfig', () => {
       FLOSTRA_TRANSFORM_PROCESSES: '4',
       FLOSTRA_METRICS_PORT: '9464',
       FLOSTRA_METRICS_MAX_WORKSPACES: '20',
+      FLOSTRA_RETENTION_DAYS: '30',
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
       LOG_LEVEL: 'DEBUG',
     });
@@ -129,6 +134,7 @@ describe('loadConfig', () => {
       transformProcesses: 4,
       metricsPort: 9464,
       metricsMaxWorkspaces: 20,
+      retentionDays: 30,
       otlpEndpoint: 'http://127.0.0.1:4318',
       logLevel: 'debug',
     });
@@ -167,6 +173,16 @@ describe('loadConfig', () => {
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
       ['FLOSTRA_METRICS_PORT', '70000', 'FLOSTRA_METRICS_PORT: expected an integer 0-65535, got "70000"'],
       ['FLOSTRA_METRICS_MAX_WORKSPACES', '10001', 'FLOSTRA_METRICS_MAX_WORKSPACES: expected an integer 0-10000, got "10001"'],
+      [
+        'FLOSTRA_RETENTION_DAYS',
+        '0',
+        'FLOSTRA_RETENTION_DAYS: expected a whole number of days 1-36500 after which ended executions are deleted (unset: kept forever), got "0"',
+      ],
+      [
+        'FLOSTRA_RETENTION_DAYS',
+        '7.5',
+        'FLOSTRA_RETENTION_DAYS: expected a whole number of days 1-36500 after which ended executions are deleted (unset: kept forever), got "7.5"',
+      ],
       [
         'OTEL_EXPORTER_OTLP_ENDPOINT',
         'grpc://collector:4317',

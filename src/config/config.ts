@@ -215,6 +215,13 @@ const envSchema = z.object({
     return port >= 0 && port <= 65535 ? port : fail(ctx, 'expected an integer 0-65535');
   }),
   FLOSTRA_METRICS_MAX_WORKSPACES: integer(DEFAULT_METRICS_MAX_WORKSPACES, 0, 10_000),
+  FLOSTRA_RETENTION_DAYS: optional.transform((raw, ctx) => {
+    if (raw === undefined || raw === '') return null;
+    const days = /^\d{1,6}$/.test(raw) ? Number(raw) : NaN;
+    return days >= 1 && days <= 36_500
+      ? days
+      : fail(ctx, 'expected a whole number of days 1-36500 after which ended executions are deleted (unset: kept forever)');
+  }),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
     const scheme = urlScheme(raw);
@@ -285,6 +292,8 @@ function toConfig(env: Env) {
     metricsPort: env.FLOSTRA_METRICS_PORT,
     /** Distinct workspaces with series of their own; later ones are counted as `_other`. */
     metricsMaxWorkspaces: env.FLOSTRA_METRICS_MAX_WORKSPACES,
+    /** Days after its end an execution is deleted from the event store and the read models; null: never. */
+    retentionDays: env.FLOSTRA_RETENTION_DAYS,
     /** Spans are exported over OTLP/HTTP there; null: tracing is off (no SDK is loaded). */
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
     logLevel: env.LOG_LEVEL,

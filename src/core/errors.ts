@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'concurrency_conflict'
   | 'position_ahead'
+  | 'resume_expired'
   | 'request_timeout'
   | 'too_many_streams'
   | 'unavailable';

@@ -100,6 +100,12 @@ export interface EventStore {
    * returned is never ahead.
    */
   isAheadOfLog(position: Position): Promise<boolean>;
+  /**
+   * Deletes a stream and its events when its last event is at `expectedRevision` (retention:
+   * docs/operations.md). Positions of deleted events are never handed out again. Throws
+   * WrongExpectedRevisionError when the stream moved on; a stream without events is left alone.
+   */
+  deleteStream(streamId: string, options: { expectedRevision: StreamRevision }): Promise<void>;
   /** Releases connections; only for the owner of the store. */
   close(): Promise<void>;
 }

@@ -6,11 +6,13 @@ import { EVENT_STORE, type EventStore, type Position } from '../core/event-store
 import { LOGGER, type Logger } from '../core/logger.js';
 import { METRICS, type Metrics } from '../core/metrics.port.js';
 import { TIMELINE_READER, type TimelineReader } from '../core/timeline.port.js';
-import { ValidationFailedError } from '../core/errors.js';
+import { NotFoundError, ValidationFailedError } from '../core/errors.js';
 import { ExecutionStreams } from '../executions/application/execution-streams.js';
+import { RetentionHorizon } from '../retention/application/retention-horizon.js';
+import { isBeyondHorizon } from '../retention/domain/retention-policy.js';
 import { CatchUpSlots } from './catch-up-slots.js';
 import { LiveFeed, type LiveTopic } from './live-feed.js';
-import { PositionAheadError, TooManyStreamsError } from './live.errors.js';
+import { PositionAheadError, ResumeExpiredError, TooManyStreamsError } from './live.errors.js';
 import { LiveSettings } from './live.settings.js';
 import { SseConnection, type CatchUpRead, type CloseReason } from './sse-connection.js';
 import { preambleFrame } from './sse-frame.js';
@@ -68,6 +70,7 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     @Inject(TOKEN_REGISTRY) private readonly registry: TokenRegistry,
     @Inject(LiveSettings) private readonly settings: LiveSettings,
     @Inject(ExecutionStreams) private readonly executions: ExecutionStreams,
+    @Inject(RetentionHorizon) private readonly retention: RetentionHorizon,
     @Inject(LOGGER) logger: Logger,
     @Inject(METRICS) private readonly metrics: Metrics,
   ) {
@@ -101,7 +104,7 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     const slot = this.takeSlot(principal);
     try {
       // The timeline may not know a just-started execution yet; the store always does.
-      const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.executions.load(executionId)).state.workspaceId;
+      const workspaceId = (await this.timeline.workspaceOf(executionId)) ?? (await this.workspaceInStore(executionId, resume));
       requireWorkspaceRole(principal, workspaceId, 'viewer', 'execution not found');
       await this.requireReached(resume);
       const read: CatchUpRead = (cursor, limit) => this.slots.run(() => this.timeline.readExecution(executionId, cursor, limit));
@@ -119,6 +122,7 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
     try {
       requireWorkspaceRole(principal, workspaceId, 'viewer');
       await this.requireReached(resume);
+      await this.requireRetained(resume);
       // "Now" is the log's head, not the timeline's checkpoint: an event appended before the client
       // connected but projected after is not news, and the log's positions are the timeline's.
       const cursor = resume?.position ?? (await this.store.headPosition());
@@ -145,6 +149,29 @@ export class LiveStreams implements OnModuleInit, BeforeApplicationShutdown {
   private async requireReached(resume: ResumeFrom | undefined): Promise<void> {
     if (resume !== undefined && (await this.store.isAheadOfLog(resume.position))) {
       throw new PositionAheadError(resume.source === 'Last-Event-ID' ? 'Last-Event-ID' : 'lastEventId', resume.position);
+    }
+  }
+
+  /**
+   * An execution's workspace from its stream. Gone from the store with a resume position older
+   * than the retention horizon, it may have been deleted: 410, whatever the execution (a made-up
+   * id answers alike, so nothing is revealed); else 404.
+   */
+  private async workspaceInStore(executionId: string, resume: ResumeFrom | undefined): Promise<string> {
+    try {
+      return (await this.executions.load(executionId)).state.workspaceId;
+    } catch (error) {
+      if (error instanceof NotFoundError) await this.requireRetained(resume);
+      throw error;
+    }
+  }
+
+  /** A workspace's events after a position older than the retention horizon may be gone: refused, never a silent gap. */
+  private async requireRetained(resume: ResumeFrom | undefined): Promise<void> {
+    if (resume === undefined) return;
+    const horizon = await this.retention.current();
+    if (horizon !== null && isBeyondHorizon(resume.position, horizon)) {
+      throw new ResumeExpiredError(resume.source === 'Last-Event-ID' ? 'Last-Event-ID' : 'lastEventId', resume.position, horizon);
     }
   }
 

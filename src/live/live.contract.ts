@@ -14,7 +14,8 @@ const STREAM =
   'keeps it alive. A client that cannot keep up is disconnected and resumes; events are never skipped. A revoked grant ends the stream.';
 const RESUME =
   'Resume with the Last-Event-ID header (it wins) or `?lastEventId=` (for a first connection): everything after that position, exactly once, in order, then live. ' +
-  'A cursor that is not a position of this event store is 400 `validation_failed`; one beyond the end of the log, 409 `position_ahead`. ' +
+  'A cursor that is not a position of this event store is 400 `validation_failed`; one beyond the end of the log, 409 `position_ahead`; ' +
+  'one older than the retention horizon, where events after it may have been deleted, 410 `resume_expired`. ' +
   'Open streams are limited per token and per process: one more is 429 `too_many_streams` with Retry-After.';
 
 export const executionEventsContract = defineRoute({
@@ -27,7 +28,7 @@ export const executionEventsContract = defineRoute({
   query: eventsQuerySchema,
   headers: resumeHeaders,
   responses: { 200: eventStream(STREAM, liveEventSchema) },
-  errors: ['validation_failed', 'not_found', 'position_ahead', 'too_many_streams', 'unavailable'],
+  errors: ['validation_failed', 'not_found', 'position_ahead', 'resume_expired', 'too_many_streams', 'unavailable'],
 });
 
 export const workspaceEventsContract = defineRoute({
@@ -40,5 +41,5 @@ export const workspaceEventsContract = defineRoute({
   query: eventsQuerySchema,
   headers: resumeHeaders,
   responses: { 200: eventStream(STREAM, liveEventSchema) },
-  errors: ['validation_failed', 'not_found', 'position_ahead', 'too_many_streams', 'unavailable'],
+  errors: ['validation_failed', 'not_found', 'position_ahead', 'resume_expired', 'too_many_streams', 'unavailable'],
 });

@@ -15,6 +15,20 @@ export class PositionAheadError extends DomainError {
   }
 }
 
+/**
+ * A resume position older than the retention horizon: events after it may have been deleted
+ * (docs/operations.md, Retention), so resuming there could skip them silently. HTTP 410.
+ */
+export class ResumeExpiredError extends DomainError {
+  constructor(source: string, position: string, horizon: string) {
+    super(
+      'resume_expired',
+      `${source} ${position} is older than the retention horizon ${horizon}: events after it may have been deleted; read the current state and reconnect without it`,
+      { horizon },
+    );
+  }
+}
+
 /** Seconds a client refused for too many open streams is told to wait (`Retry-After`). */
 export const STREAM_LIMIT_RETRY_AFTER_SECONDS = 5;
 

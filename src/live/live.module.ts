@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
+import { RetentionHorizon } from '../retention/application/retention-horizon.js';
 import { ExecutionsModule } from '../executions/executions.module.js';
 import { LiveFeed } from './live-feed.js';
 import { LiveController } from './live.controller.js';
@@ -12,7 +14,12 @@ import { LiveStreams } from './live-streams.service.js';
 @Module({
   imports: [ExecutionsModule],
   controllers: [LiveController],
-  providers: [LiveSettings, LiveFeed, LiveStreams],
+  providers: [
+    LiveSettings,
+    LiveFeed,
+    LiveStreams,
+    { provide: RetentionHorizon, inject: [EVENT_STORE], useFactory: (store: EventStore) => new RetentionHorizon(store) },
+  ],
   exports: [LiveSettings, LiveStreams],
 })
 export class LiveModule {}

@@ -28,6 +28,7 @@ export function measureAppends(store: EventStore, metrics: Pick<Metrics, 'eventS
     headPosition: () => store.headPosition(),
     isPosition: (text) => store.isPosition(text),
     isAheadOfLog: (position) => store.isAheadOfLog(position),
+    deleteStream: (streamId, options) => store.deleteStream(streamId, options),
     close: () => store.close(),
   };
 }

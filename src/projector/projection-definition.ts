@@ -1,4 +1,5 @@
 import type { Position, RecordedEvent } from '../core/event-store.port.js';
+import { EXECUTIONS_EXPIRED, expiryOf, type Expiry } from '../core/retention.js';
 import type { SqlQueryable, SqlTransaction } from '../postgres/sql-client.port.js';
 
 /** What every projected event carries, whatever its domain: a type, and where it sits in the log. */
@@ -40,6 +41,10 @@ export class BatchMemo<T> {
 
   get(key: string): T | undefined {
     return this.entries.get(key);
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
   }
 
   set(key: string, value: T): void {
@@ -94,6 +99,31 @@ export interface ProjectionDefinition<Batch = unknown, Remembered = unknown, E e
    * the batch back) and remembers in `memo` what the next batches may need of them.
    */
   commit(tx: SqlTransaction, tables: VersionTables, batch: Batch, memo: BatchMemo<Remembered>): void;
+  /**
+   * Retention's fact (src/core/retention.ts), in log order between the batch's events: queues
+   * the deletion of the rows of the expired executions (and what else the fact prunes) and
+   * forgets them in `memo`. Every projection says what it drops, if nothing.
+   */
+  expire(tx: SqlTransaction, tables: VersionTables, expiry: Expiry, memo: BatchMemo<Remembered>): void;
+}
+
+/** Retention's fact as the runtime hands it on: between the events of a batch, in log order. */
+export interface ExpiryEvent extends ProjectedEventBase {
+  readonly type: typeof EXECUTIONS_EXPIRED;
+  readonly expiry: Expiry;
+}
+
+/** What a batch applies: the events the projection decodes, and retention's facts among them. */
+export type BatchItem<E extends ProjectedEventBase = ProjectedEventBase> = E | ExpiryEvent;
+
+/** A recorded event as a batch item: retention's fact, the projection's own event, or null. */
+export function toBatchItem<E extends ProjectedEventBase>(recorded: RecordedEvent, source: ProjectionSource<E>): BatchItem<E> | null {
+  const expiry = expiryOf(recorded);
+  return expiry === null ? source.decode(recorded) : { type: EXECUTIONS_EXPIRED, position: expiry.position, expiry };
+}
+
+function isExpiry(item: BatchItem): item is ExpiryEvent {
+  return item.type === EXECUTIONS_EXPIRED && 'expiry' in item;
 }
 
 /** A definition of any batch, memo and event type: what the projector and its catalog handle. */
@@ -130,13 +160,29 @@ export function foldAndCommit<Batch, Remembered, E extends ProjectedEventBase>(
   definition.commit(tx, tables, batch, memo);
 }
 
-/** Runs one batch through a definition: begin, one handler per event in order, commit. */
+/**
+ * Runs one batch through a definition: begin, one handler per event in order, commit; a
+ * retention fact among the events splits the batch, and its `expire` runs between the parts.
+ */
 export async function applyBatch<Batch, Remembered, E extends ProjectedEventBase>(
   tx: SqlTransaction,
   definition: ProjectionDefinition<Batch, Remembered, E>,
   tables: VersionTables,
-  events: readonly E[],
+  items: readonly BatchItem<E>[],
   memo: BatchMemo<Remembered>,
 ): Promise<void> {
-  foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, memo), events, memo);
+  let events: E[] = [];
+  const flush = async () => {
+    if (events.length > 0) foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, memo), events, memo);
+    events = [];
+  };
+  for (const item of items) {
+    if (!isExpiry(item)) {
+      events.push(item);
+      continue;
+    }
+    await flush();
+    definition.expire(tx, tables, item.expiry, memo);
+  }
+  await flush();
 }

@@ -11,7 +11,14 @@ import {
   readCheckpoint,
   switchIfCaughtUp,
 } from './projection-catalog.js';
-import { BatchMemo, foldAndCommit, versionTables, type AnyProjectionDefinition, type ProjectedEventBase } from './projection-definition.js';
+import {
+  BatchMemo,
+  applyBatch,
+  toBatchItem,
+  versionTables,
+  type AnyProjectionDefinition,
+  type BatchItem,
+} from './projection-definition.js';
 import type { ProjectionSignals } from './projection-signals.js';
 import type { SharedTransactions } from './shared-transactions.js';
 
@@ -162,8 +169,7 @@ export class ProjectionRunner {
           // batch's reads (what the memo lacks) travel with it and BEGIN; its writes go with the
           // COMMIT. A batch that needs no read is one round trip from BEGIN to COMMIT.
           moveCheckpoint(tx, definition.name, version, this.position, next, page.length);
-          if (events.length > 0)
-            foldAndCommit(tx, definition, tables, await definition.begin(tx, tables, events, this.memo), events, this.memo);
+          if (events.length > 0) await applyBatch(tx, definition, tables, events, this.memo);
           if (indexNow) await createIndexes(tx, definition, version);
           if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
           await hooks?.beforeCommit?.(info);
@@ -208,14 +214,14 @@ export class ProjectionRunner {
 
 interface PreparedPage {
   page: RecordedEvent[];
-  /** The page's events the projection reads, validated and decoded. */
-  events: ProjectedEventBase[];
+  /** The page's events the projection reads, validated and decoded, and retention's facts. */
+  events: BatchItem[];
 }
 
 function prepare(page: RecordedEvent[], source: AnyProjectionDefinition['source']): PreparedPage {
-  const events: ProjectedEventBase[] = [];
+  const events: BatchItem[] = [];
   for (const recorded of page) {
-    const event = source.decode(recorded);
+    const event = toBatchItem(recorded, source);
     if (event !== null) events.push(event);
   }
   return { page, events };

@@ -281,6 +281,31 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
       });
     });
 
+    describe('when a stream is deleted (retention)', () => {
+      it('deletes it at its revision; its positions stay within the log and are never handed out again', async () => {
+        const prefix = uniquePrefix();
+        const deleted = await store.appendToStream(`${prefix}1`, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        // The deleted events are the log's last: a position handed out for them must not look ahead.
+        await store.deleteStream(`${prefix}1`, { expectedRevision: 1 });
+        expect(await store.readStream(`${prefix}1`)).toEqual([]);
+        expect(await store.isAheadOfLog(deleted.position)).toBe(false);
+        const next = await store.appendToStream(`${prefix}2`, [newEvent()], { expectedRevision: 'no_stream' });
+        expect(next.position > deleted.position).toBe(true);
+        expect(await store.readStream(`${prefix}1`)).toEqual([]);
+      });
+
+      it('refuses a revision the stream has moved past, and keeps the stream', async () => {
+        const prefix = uniquePrefix();
+        await store.appendToStream(`${prefix}1`, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        await expect(store.deleteStream(`${prefix}1`, { expectedRevision: 0 })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+        expect(await store.readStream(`${prefix}1`)).toHaveLength(2);
+      });
+
+      it('leaves a stream without events alone', async () => {
+        await expect(store.deleteStream(`${uniquePrefix()}missing`, { expectedRevision: 0 })).resolves.toBeUndefined();
+      });
+    });
+
     subscriptionContract(context);
   });
 }

@@ -208,6 +208,21 @@ export class KurrentDbEventStore implements EventStore {
     return head === null || position > head;
   }
 
+  /** A soft delete: KurrentDB keeps the events in `$all` until a scavenge removes them (docs/operations.md, Retention). */
+  async deleteStream(streamId: string, options: { expectedRevision: number }): Promise<void> {
+    validateStreamId(streamId);
+    const expected = validateInteger('expectedRevision', options.expectedRevision, 0);
+    try {
+      await this.client.deleteStream(streamId, { expectedRevision: BigInt(expected) });
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) {
+        if (typeof error.actualVersion !== 'bigint') return;
+        throw new WrongExpectedRevisionError(streamId, String(expected), revisionName(error.actualVersion));
+      }
+      throw toStoreError(error);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.options.closeClient === true) await closeKurrentDb(this.client);
   }

@@ -71,10 +71,14 @@ export const PROBE_SQL = reusable(`select head.head_xid, head.head_seq, ${HELD_B
 
 /**
  * Whether a committed event lies at or after the position ($1, $2), visible to global readers
- * or not: a position a reader was handed (or an append returned) always finds one.
+ * or not, or a deleted one did (retention): a position a reader was handed (or an append
+ * returned) always finds one.
  */
 export const REACHED_SQL = reusable(`select exists (select 1 from event_store.events e
-  where (e.transaction_id, e.seq) >= ($1::xid8, $2::bigint)) as reached`);
+  where (e.transaction_id, e.seq) >= ($1::xid8, $2::bigint))
+  or exists (select 1 from event_store.pruned p where (p.transaction_id, p.seq) >= ($1::xid8, $2::bigint)) as reached`);
+
+export const DELETE_STREAM_SQL = reusable('select conflict, actual_revision from event_store.delete_stream($1, $2)');
 
 export const STREAM_REVISION_SQL = reusable('select revision from event_store.streams where stream_id = $1');
 

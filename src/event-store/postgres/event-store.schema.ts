@@ -117,6 +117,51 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: string[] }> = [
       $fn$`,
     ],
   },
+  {
+    version: 3,
+    statements: [
+      // Retention deletes whole streams. `pruned` keeps the newest position ever deleted, so a
+      // position handed out before its event was deleted is still known to lie within the log.
+      `create table if not exists event_store.pruned (
+        singleton boolean primary key default true check (singleton),
+        transaction_id xid8 not null,
+        seq bigint not null
+      )`,
+      // The stream row is the lock, as for appends: an append waiting on it finds the stream
+      // gone afterwards (a new stream, or a conflict for an exact expected revision). Positions
+      // are (transaction id, seq from a sequence): neither is ever drawn again, so a deleted
+      // event's position is never reused.
+      `create or replace function event_store.delete_stream(p_stream_id text, p_expected_revision bigint)
+      returns table (conflict boolean, actual_revision bigint)
+      language plpgsql as $fn$
+      declare
+        v_current bigint;
+        v_xid xid8;
+        v_seq bigint;
+      begin
+        select s.revision into v_current from event_store.streams s where s.stream_id = p_stream_id for update;
+        if v_current is null then
+          return query select false, null::bigint;
+          return;
+        end if;
+        if v_current <> p_expected_revision then
+          return query select true, v_current;
+          return;
+        end if;
+        select e.transaction_id, e.seq into v_xid, v_seq from event_store.events e
+          where e.stream_id = p_stream_id order by e.transaction_id desc, e.seq desc limit 1;
+        delete from event_store.events e where e.stream_id = p_stream_id;
+        delete from event_store.streams s where s.stream_id = p_stream_id;
+        if v_xid is not null then
+          insert into event_store.pruned as p (singleton, transaction_id, seq) values (true, v_xid, v_seq)
+            on conflict (singleton) do update set transaction_id = excluded.transaction_id, seq = excluded.seq
+            where (excluded.transaction_id, excluded.seq) > (p.transaction_id, p.seq);
+        end if;
+        return query select false, v_current;
+      end
+      $fn$`,
+    ],
+  },
 ];
 
 export const EVENT_STORE_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

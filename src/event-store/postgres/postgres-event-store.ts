@@ -14,6 +14,7 @@ import type {
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { AppendBatcher, isDuplicateEventId } from './append-batcher.js';
 import {
+  DELETE_STREAM_SQL,
   PROBE_SQL,
   REACHED_SQL,
   READ_PAGE_SQL,
@@ -198,6 +199,17 @@ export class PostgresEventStore implements EventStore {
     const { transactionId, seq } = decodePosition(position);
     const { rows } = await this.client.query<{ reached: boolean }>(REACHED_SQL, [transactionId.toString(), seq.toString()]);
     return rows[0]?.reached !== true;
+  }
+
+  async deleteStream(streamId: string, options: { expectedRevision: number }): Promise<void> {
+    validateStreamId(streamId);
+    const expected = validateInteger('expectedRevision', options.expectedRevision, 0);
+    const { rows } = await this.client.query<{ conflict: boolean; actual_revision: string | number | null }>(DELETE_STREAM_SQL, [
+      streamId,
+      expected,
+    ]);
+    const row = rows[0];
+    if (row?.conflict === true) throw new WrongExpectedRevisionError(streamId, String(expected), revisionName(Number(row.actual_revision)));
   }
 
   async close(): Promise<void> {

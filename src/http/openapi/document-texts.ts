@@ -19,6 +19,8 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   concurrency_conflict: 'concurrent writes kept conflicting; nothing was written, retry.',
   position_ahead:
     'the resume position is of this store’s form but beyond the end of its event log (from another deployment, or made up); reconnect without it.',
+  resume_expired:
+    'events after the resume position may have been deleted by retention (FLOSTRA_RETENTION_DAYS; `horizon` is the newest deleted position); read the current state and reconnect without a position.',
   request_timeout: 'the request body did not arrive within FLOSTRA_HTTP_BODY_TIMEOUT_MS (`timeoutMs`); the connection is closed.',
   payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`), as declared by Content-Length or as read.',
   output_too_large: 'a task’s output or progress is larger than a node’s output may be (`limitBytes`); nothing was recorded.',

@@ -1,6 +1,7 @@
 import { expect } from '@jest/globals';
 import { fold } from '../../../src/core/decider.js';
 import { createLogger } from '../../../src/core/logger.js';
+import { KurrentDbEventStore } from '../../../src/event-store/kurrentdb/kurrentdb-event-store.js';
 import { PostgresEventStore } from '../../../src/event-store/postgres/postgres-event-store.js';
 import { executionDecider } from '../../../src/executions/domain/execution.decider.js';
 import { parseExecutionEvent } from '../../../src/executions/domain/execution-event.parser.js';
@@ -14,6 +15,7 @@ import { Projector, type ProjectorOptions } from '../../../src/projector/project
 import { ensureCatalog } from '../../../src/projector/projector.schema.js';
 import { PROJECTION_DEFINITIONS } from '../../../projections/projections.registry.js';
 import { eventually } from '../../support/eventually.js';
+import { KurrentDbDouble } from '../../support/kurrentdb-double/kurrentdb-double.js';
 import { createTestDatabase } from '../../support/postgres-server.js';
 import type { StoreKind } from '../../support/test-app.js';
 
@@ -21,7 +23,7 @@ export type Rows = Record<string, unknown>[];
 
 /** A store, its read models and any number of projectors over them: several "processes" in one. */
 export interface ProjectionHarness {
-  store: PostgresEventStore;
+  store: EventStore;
   sql: SqlClient;
   /** Starts one more projector over the same database. */
   projector(options?: Partial<ProjectorOptions>): Projector;
@@ -45,11 +47,17 @@ export interface ProjectionHarness {
 /** The Postgres event store on each of its SQL clients: the harness reaches into its database. */
 export const HARNESS_KINDS = ['pglite', 'postgres'] as const satisfies readonly StoreKind[];
 
-export async function openProjectionHarness(kind: (typeof HARNESS_KINDS)[number]): Promise<ProjectionHarness> {
-  const connectionString = kind === 'pglite' ? null : await createTestDatabase('projections');
+/**
+ * Kind `kurrentdb` is KurrentDB over its gRPC double, with the read models on PGlite (the harness
+ * then cannot reach into the store's database).
+ */
+export async function openProjectionHarness(kind: StoreKind): Promise<ProjectionHarness> {
+  const connectionString = kind === 'postgres' ? await createTestDatabase('projections') : null;
   const sql: SqlClient = connectionString === null ? await PgliteSqlClient.open() : new PgSqlClient({ connectionString, max: 20 });
   const others: SqlClient[] = [];
-  const store = await PostgresEventStore.open(sql, { pollIntervalMs: 100 });
+  const double = kind === 'kurrentdb' ? await KurrentDbDouble.start() : null;
+  const store: EventStore =
+    double === null ? await PostgresEventStore.open(sql, { pollIntervalMs: 100 }) : KurrentDbEventStore.connect(double.url);
   await ensureCatalog(sql, PROJECTION_DEFINITIONS);
   const logger = createLogger({ level: 'silent' });
   const signals = new ProjectionSignals(sql);
@@ -110,6 +118,7 @@ export async function openProjectionHarness(kind: (typeof HARNESS_KINDS)[number]
       for (const projector of projectors) await projector.stop();
       await signals.close();
       await store.close();
+      await double?.stop();
       for (const other of others) await other.close();
       await sql.close();
     },

@@ -115,6 +115,19 @@ export class InMemoryLog {
     return { kind: 'success', lastRevision: last?.revision ?? current, position: last?.position ?? this.nextPosition };
   }
 
+  /**
+   * A soft delete (`Streams.Delete`) at an exact expected revision: the stream reads as not
+   * found, while its events stay in `$all`, as on a server until a scavenge removes them.
+   * Returns the stream's current revision (null: no stream) when it does not match.
+   */
+  deleteStream(streamId: string, expected: bigint): { kind: 'deleted' } | { kind: 'wrong_expected_version'; current: bigint | null } {
+    const stream = this.streams.get(streamId);
+    const current = stream === undefined ? null : BigInt(stream.length) - 1n;
+    if (current !== expected) return { kind: 'wrong_expected_version', current };
+    this.streams.delete(streamId);
+    return { kind: 'deleted' };
+  }
+
   private check(
     streamId: string,
     stream: StoredEvent[],

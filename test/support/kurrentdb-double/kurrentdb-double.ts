@@ -8,6 +8,7 @@
  */
 import grpc from '@grpc/grpc-js';
 import { appendHandler, batchAppendHandler } from './append-handlers.js';
+import { deleteHandler } from './delete-handler.js';
 import { InMemoryLog } from './in-memory-log.js';
 import { serverFeaturesGrpc, serverFeaturesPb, streamsGrpc, type ReadReq, type ReadResp } from './proto.js';
 import { readHandler } from './read-handler.js';
@@ -54,13 +55,13 @@ export class KurrentDbDouble {
       read: readHandler({ log, subscriptions, onConsidered: () => void (stats.eventsConsidered += 1) }),
       append: appendHandler(appendContext),
       batchAppend: batchAppendHandler(appendContext),
-      delete: unimplemented,
+      delete: deleteHandler(log),
       tombstone: unimplemented,
     });
     const batchAppend = options.batchAppend ?? true;
     server.addService(serverFeaturesGrpc.ServerFeaturesService, {
       getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<InstanceType<typeof serverFeaturesPb.SupportedMethods>>) => {
-        const methods = ['read', 'append', ...(batchAppend ? ['batchappend'] : [])].map((name) =>
+        const methods = ['read', 'append', 'delete', ...(batchAppend ? ['batchappend'] : [])].map((name) =>
           new serverFeaturesPb.SupportedMethod().setServiceName('event_store.client.streams.streams').setMethodName(name),
         );
         callback(null, new serverFeaturesPb.SupportedMethods().setMethodsList(methods).setEventStoreServerVersion('24.10.0-double'));

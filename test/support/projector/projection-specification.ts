@@ -7,6 +7,7 @@ import {
   applyBatch,
   BatchMemo,
   READ_MODELS_SCHEMA,
+  toBatchItem,
   versionSuffix,
   versionTables,
   type AnyProjectionDefinition,
@@ -88,8 +89,9 @@ export function recordedProjectionSpecification(definition: AnyProjectionDefinit
         metadata: entry.metadata ?? {},
         recordedAt: new Date(Date.UTC(2030, 0, 1, 0, 0, index)).toISOString(),
       }));
+      // Retention's facts pass as the runner hands them on, between the decoded events.
       const events = recorded.flatMap((event) => {
-        const decoded = definition.source.decode(event) as ProjectedEventBase | null;
+        const decoded = toBatchItem(event, definition.source) as ProjectedEventBase | null;
         return decoded === null ? [] : [decoded];
       });
       return checked(events, () => nextVersion++, definition, database);
