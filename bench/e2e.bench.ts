@@ -2,25 +2,12 @@ import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { createApp } from '../src/app/create-app.js';
-import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
-import { KafkaBus } from '../src/bus/kafka/kafka-bus.js';
-import { TokenRegistry } from '../src/auth/token-registry.js';
-import { loadConfig } from '../src/config/config.js';
 import type { Bus } from '../src/core/bus.port.js';
-import { systemClock } from '../src/core/clock.port.js';
-import type { EventStore } from '../src/core/event-store.port.js';
-import { randomIds } from '../src/core/ids.js';
 import { createLogger } from '../src/core/logger.js';
-import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
-import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
-import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
-import type { SqlClient } from '../src/postgres/sql-client.port.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
 import { METRICS, type Metrics } from '../src/core/metrics.port.js';
-import { startKafkaBroker } from '../test/support/kafka-broker.js';
-import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
+import { openStack, startBenchApp } from './bench-stack.js';
 
 /**
  * End-to-end throughput and latency: a 4-node diamond of `noop` nodes (A→B, A→C, B+C→D)
@@ -52,78 +39,13 @@ const DIAMOND = {
   ],
 };
 
-interface Stack {
-  store: EventStore;
-  sql: SqlClient;
-  bus: Bus;
-  /** Kafka's bootstrap brokers, for a worker in another process. */
-  brokers: string[];
-  close(): Promise<void>;
-}
-
 const log = (message: string) => process.stderr.write(`[bench:e2e] ${message}\n`);
-
-async function openStack(mode: string): Promise<Stack> {
-  if (mode === 'embedded') {
-    const sql = await PgliteSqlClient.open();
-    const store = await PostgresEventStore.open(sql);
-    const bus = new InProcessBus();
-    return {
-      store,
-      sql,
-      bus,
-      brokers: [],
-      close: async () => {
-        await bus.close();
-        await store.close();
-        await sql.close();
-      },
-    };
-  }
-  const postgres = await startPostgresServer();
-  const kafka = await startKafkaBroker({ reuseExisting: false });
-  const url = await createTestDatabase('bench_e2e', postgres.url);
-  const sql = new PgSqlClient({ connectionString: url, max: 20 });
-  const store = await PostgresEventStore.open(sql);
-  // Kafka's warnings go with the progress lines: stdout carries the JSON report only.
-  const bus = new KafkaBus({
-    brokers: kafka.brokers,
-    clientId: 'bench',
-    logger: createLogger({ level: 'warn', write: (line) => void process.stderr.write(`${line}\n`) }),
-  });
-  return {
-    store,
-    sql,
-    bus,
-    brokers: kafka.brokers,
-    close: async () => {
-      await bus.close();
-      await store.close();
-      await sql.close();
-      await kafka.stop();
-      await postgres.stop();
-    },
-  };
-}
 
 async function runMode(mode: string) {
   log(`${mode}: starting the stack`);
   const stack = await openStack(mode);
   const logger = createLogger({ level: 'silent' });
-  const config = loadConfig({ LOG_LEVEL: 'silent' });
-  const registry = new TokenRegistry([{ token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] }]);
-  const app = await createApp({
-    config,
-    store: stack.store,
-    readModelSql: stack.sql,
-    bus: stack.bus,
-    clock: systemClock,
-    ids: randomIds,
-    logger,
-    registry,
-  });
-  await app.listen(0, '127.0.0.1');
-  const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  const { app, url } = await startBenchApp(stack, TOKEN);
   const worker =
     mode === 'split' ? await startWorkerProcess(url, stack.brokers) : await startInProcessWorker(stack.bus, url, logger, app.get(METRICS));
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
