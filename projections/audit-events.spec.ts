@@ -84,6 +84,12 @@ const markedExecutionEvents = (): ExecutionEvent[] => {
     nodeSucceeded({ nodeId: 'extract', at: 3_000, output: { body: MARK } }),
     nodeFailed({ nodeId: 'extract', at: 3_000, error: { code: 'http_500', message: MARK } }),
     nodeSkipped({ nodeId: 'extract', at: 3_000, reason: MARK }),
+    { type: 'MapItemsStarted', data: { attemptId: ATTEMPT_1, nodeId: 'each', indexes: [0, 1], at: iso(3_000) } },
+    { type: 'MapItemsCompleted', data: { attemptId: ATTEMPT_1, nodeId: 'each', items: [{ index: 0, output: MARK }], at: iso(3_000) } },
+    {
+      type: 'MapItemsFailed',
+      data: { attemptId: ATTEMPT_1, nodeId: 'each', items: [{ index: 1, error: { code: 'http_500', message: MARK } }], at: iso(3_000) },
+    },
     {
       type: 'NodeAwaitingApproval',
       data: { attemptId: ATTEMPT_1, nodeId: 'load', action: { pay: MARK }, actionDigest: 'a'.repeat(64), at: iso(4_000) },
@@ -138,6 +144,9 @@ describe('the detail of an audit entry', () => {
       NodeSucceeded: { attemptId: ATTEMPT_1, nodeId: 'extract' },
       NodeFailed: { attemptId: ATTEMPT_1, nodeId: 'extract', errorCode: 'http_500' },
       NodeSkipped: { attemptId: ATTEMPT_1, nodeId: 'extract' },
+      MapItemsStarted: { attemptId: ATTEMPT_1, nodeId: 'each' },
+      MapItemsCompleted: { attemptId: ATTEMPT_1, nodeId: 'each' },
+      MapItemsFailed: { attemptId: ATTEMPT_1, nodeId: 'each', errorCode: 'http_500' },
       NodeAwaitingApproval: { attemptId: ATTEMPT_1, nodeId: 'load', actionDigest: 'a'.repeat(64) },
       AttemptSuspended: { attemptId: ATTEMPT_1, nodeId: 'load' },
       ApprovalGranted: { nodeId: 'load', actionDigest: 'a'.repeat(64) },

@@ -31,6 +31,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, Readonly<Record<string
   NodeFailed: { attemptId: 'attemptId', nodeId: 'nodeId', errorCode: 'error.code' },
   NodeSkipped: { attemptId: 'attemptId', nodeId: 'nodeId' },
   NodeAwaitingApproval: { attemptId: 'attemptId', nodeId: 'nodeId', actionDigest: 'actionDigest' },
+  MapItemsStarted: { attemptId: 'attemptId', nodeId: 'nodeId' },
+  MapItemsCompleted: { attemptId: 'attemptId', nodeId: 'nodeId' },
+  MapItemsFailed: { attemptId: 'attemptId', nodeId: 'nodeId', errorCode: 'items.0.error.code' },
   // The first node it waits for: the approval node, as before waits were a list.
   AttemptSuspended: { attemptId: 'attemptId', nodeId: 'waits.0.nodeId' },
   TaskScheduled: { taskId: 'taskId', nodeId: 'nodeId', queue: 'queue', taskAttempt: 'taskAttempt' },

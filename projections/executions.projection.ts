@@ -44,7 +44,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   // 4: `trace_id`, the trace of the start (ExecutionStarted's `traceparent`).
   // 5: and the execution's tasks and waits; `has_open_tasks` finds those with tasks to hand out.
   // 6: an index on `ended_at` for retention's sweep.
-  version: 6,
+  // 7: and `mapItems`, the outputs of map items that succeeded.
+  version: 7,
   relations: ['executions'],
 
   tables: (suffix) => [

@@ -49,6 +49,12 @@ export function describeEvent(event: Pick<ExecutionEvent, 'type' | 'data'>): str
       return `node ${node} skipped (${String(d.reason)})`;
     case 'NodeAwaitingApproval':
       return `node ${node} awaits approval, action digest ${String(d.actionDigest)}`;
+    case 'MapItemsStarted':
+      return `map ${node}: ${Array.isArray(d.indexes) ? d.indexes.length : 0} item(s) started`;
+    case 'MapItemsCompleted':
+      return `map ${node}: ${Array.isArray(d.items) ? d.items.length : 0} item(s) succeeded`;
+    case 'MapItemsFailed':
+      return `map ${node}: ${Array.isArray(d.items) ? d.items.length : 0} item(s) failed`;
     case 'AttemptSuspended':
       return `attempt ${short(d.attemptId)} suspended at ${node}`;
     case 'ApprovalGranted':

@@ -1,5 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { EventLog, EXECUTION_EVENT_TYPES, executionStatus, nodeStates, type TimelineEvent } from '../../console/src/lib/event-log.js';
+import {
+  EventLog,
+  EXECUTION_EVENT_TYPES,
+  eventSummary,
+  executionStatus,
+  mapProgress,
+  nodeStates,
+  type TimelineEvent,
+} from '../../console/src/lib/event-log.js';
 import { EXECUTION_EVENT_TYPES as SERVER_TYPES } from '../../src/executions/domain/execution.events.js';
 
 let seq = 0;
@@ -50,5 +58,30 @@ describe('the console’s event log', () => {
     expect(executionStatus([event('AttemptClaimed')])).toBe('running');
     expect(executionStatus([event('AttemptClaimed'), event('AttemptSuspended')])).toBe('awaiting_approval');
     expect(executionStatus([event('AttemptClaimed'), event('ExecutionCancelled')])).toBe('cancelled');
+  });
+});
+
+describe('the console’s words for control flow', () => {
+  it('sums up map item batches and a switch’s choice', () => {
+    expect(eventSummary(event('MapItemsStarted', { nodeId: 'each', indexes: [0, 1, 2] }))).toBe('3 items started');
+    expect(eventSummary(event('MapItemsCompleted', { nodeId: 'each', items: [{ index: 0, output: null }] }))).toBe('1 item succeeded');
+    expect(eventSummary(event('MapItemsFailed', { nodeId: 'each', items: [{ index: 2, error: { code: 'http_503' } }] }))).toBe(
+      '1 item failed: http_503',
+    );
+    expect(eventSummary(event('NodeSucceeded', { nodeId: 'route', output: { case: 1, to: ['big'] } }))).toBe('took case 1 → big');
+    expect(eventSummary(event('NodeSucceeded', { nodeId: 'route', output: { case: 'default', to: [] } }))).toBe(
+      'took the default → nothing',
+    );
+    expect(eventSummary(event('NodeSucceeded', { nodeId: 'plain', output: { total: 3 } }))).toBe('');
+  });
+
+  it('counts each map’s items done, and forgets failures when a new attempt starts', () => {
+    const events = [
+      event('MapItemsCompleted', { nodeId: 'each', items: [{ index: 0 }, { index: 1 }] }),
+      event('MapItemsFailed', { nodeId: 'each', items: [{ index: 2 }] }),
+    ];
+    expect(mapProgress(events)).toEqual({ each: { succeeded: 2, failed: 1 } });
+    events.push(event('AttemptScheduled', { reason: 'retry' }), event('MapItemsCompleted', { nodeId: 'each', items: [{ index: 2 }] }));
+    expect(mapProgress(events)).toEqual({ each: { succeeded: 3, failed: 0 } });
   });
 });

@@ -283,6 +283,25 @@ const CASES: BadRequestCase[] = [
     issue: { path: 'nodes[0].type', message: /unknown node type; expected one of noop, delay/ },
   },
   {
+    name: 'a switch whose target is not its direct successor',
+    status: 400,
+    code: 'validation_failed',
+    request: publishing({
+      nodes: [
+        { id: 'route', type: 'switch', config: { cases: [{ when: 'input.vip', to: ['far'] }] } },
+        { id: 'far', type: 'noop' },
+      ],
+    }),
+    issue: { path: 'nodes[0].config.cases[0].to[0]', message: /not a direct successor of switch "route"/ },
+  },
+  {
+    name: 'a map whose items expression does not parse',
+    status: 400,
+    code: 'validation_failed',
+    request: publishing({ nodes: [{ id: 'each', type: 'map', config: { items: 'input.orders[', node: { type: 'noop' } } }] }),
+    issue: { path: 'nodes[0].config.items', message: /does not parse/ },
+  },
+  {
     name: 'a delay node with a negative ms',
     status: 400,
     code: 'validation_failed',

@@ -1,8 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createWorker } from '../../src/worker/runtime/create-worker.js';
@@ -12,10 +9,9 @@ import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startKafkaBroker, testKafkaBrokers, type KafkaBroker } from '../support/kafka-broker.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { requireBuiltApp, spawnWorkerProcess } from '../support/worker-process.js';
 
 /** Faults of issue 3 on the full stack: real Postgres, real Kafka, a worker in another process. */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const quiet = createLogger({ level: 'silent' });
 
 type Event = { type: string; data: Record<string, unknown> };
@@ -29,7 +25,7 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
   let api: ApiClient;
 
   beforeAll(async () => {
-    if (!existsSync(MAIN)) throw new Error('dist/src/main.js is missing: run `npm run build` (npm test does)');
+    requireBuiltApp();
     await barrier.start();
   });
   afterAll(() => barrier.stop());
@@ -61,24 +57,8 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
 
   /** `npm run worker`: a worker process of its own, talking to the app over HTTP and Kafka. */
   async function spawnWorker(apiUrl: string, brokers: string[]): Promise<ChildProcess> {
-    const env = {
-      ...process.env,
-      FLOSTRA_ROLES: 'worker',
-      FLOSTRA_API_URL: apiUrl,
-      FLOSTRA_WORKER_TOKEN: TOKENS.worker,
-      KAFKA_BROKERS: brokers.join(','),
-      FLOSTRA_EGRESS_ALLOW: '127.0.0.1/32',
-      LOG_LEVEL: 'warn',
-    };
-    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = await spawnWorkerProcess(apiUrl, brokers);
     children.push(child);
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    await eventually(() => output.includes('is consuming dispatches'), {
-      what: () => `the worker process to start:\n${output}`,
-      timeoutMs: 60_000,
-    });
     return child;
   }
 

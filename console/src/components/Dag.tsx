@@ -8,6 +8,14 @@ import type { NodeState } from '../lib/event-log';
 export interface GraphNode {
   id: string;
   type: string;
+  /** For a map, the node it runs per item (`config.node.type`). */
+  config?: { node?: { type?: string } };
+}
+
+/** What a node's label says it is: its type, and for a map the type it runs per item. */
+export function nodeKind(node: GraphNode): string {
+  const inner = node.type === 'map' ? node.config?.node?.type : undefined;
+  return inner === undefined ? node.type : `map of ${inner}`;
 }
 export interface Graph {
   nodes: GraphNode[];
@@ -36,13 +44,17 @@ function layout(graph: Graph): Record<string, { x: number; y: number }> {
 export function Dag(props: {
   graph: Graph;
   states?: Record<string, NodeState>;
+  /** Extra words per node (a map's items done), after its state. */
+  notes?: Record<string, string>;
   selected?: string | null;
   onSelect?: (nodeId: string) => void;
 }) {
-  const { graph, states, selected, onSelect } = props;
+  const { graph, states, notes, selected, onSelect } = props;
   const positions = useMemo(() => layout(graph), [graph]);
   const nodes: Node[] = graph.nodes.map((node) => {
     const state = states?.[node.id];
+    const note = notes?.[node.id];
+    const kind = nodeKind(node);
     return {
       id: node.id,
       position: positions[node.id],
@@ -50,7 +62,10 @@ export function Dag(props: {
         label: (
           <div className="dag-label" data-node={node.id} data-state={state ?? ''}>
             <strong>{node.id}</strong>
-            <span>{state === undefined ? node.type : `${node.type} · ${state.replace('_', ' ')}`}</span>
+            <span>
+              {state === undefined ? kind : `${kind} · ${state.replace('_', ' ')}`}
+              {note === undefined ? '' : ` · ${note}`}
+            </span>
           </div>
         ),
       },

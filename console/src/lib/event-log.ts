@@ -13,6 +13,9 @@ export const EXECUTION_EVENT_TYPES = [
   'NodeFailed',
   'NodeSkipped',
   'NodeAwaitingApproval',
+  'MapItemsStarted',
+  'MapItemsCompleted',
+  'MapItemsFailed',
   'AttemptSuspended',
   'ApprovalGranted',
   'ApprovalRejected',
@@ -113,6 +116,46 @@ export function nodeStates(nodeIds: readonly string[], events: readonly Timeline
     }
   }
   return states;
+}
+
+const count = (value: unknown): number => (Array.isArray(value) ? value.length : 0);
+const items = (n: number): string => (n === 1 ? '1 item' : `${n} items`);
+
+/** A short line about what an event says beyond its type and node: map item batches, a switch's choice. */
+export function eventSummary(event: TimelineEvent): string {
+  switch (event.type) {
+    case 'MapItemsStarted':
+      return `${items(count(event.data['indexes']))} started`;
+    case 'MapItemsCompleted':
+      return `${items(count(event.data['items']))} succeeded`;
+    case 'MapItemsFailed': {
+      const [first] = Array.isArray(event.data['items']) ? (event.data['items'] as { index?: unknown; error?: { code?: unknown } }[]) : [];
+      const code = typeof first?.error?.code === 'string' ? `: ${first.error.code}` : '';
+      return `${items(count(event.data['items']))} failed${code}`;
+    }
+    case 'NodeSucceeded': {
+      const output = event.data['output'] as { case?: unknown; to?: unknown } | null | undefined;
+      if (typeof output !== 'object' || output === null || !Array.isArray(output.to)) return '';
+      if (output.case === 'default') return `took the default → ${output.to.join(', ') || 'nothing'}`;
+      return typeof output.case === 'number' ? `took case ${output.case} → ${output.to.join(', ')}` : '';
+    }
+    default:
+      return '';
+  }
+}
+
+/** Items of each map node that succeeded and failed so far, for the graph's labels (the current attempt's failures only). */
+export function mapProgress(events: readonly TimelineEvent[]): Record<string, { succeeded: number; failed: number }> {
+  const progress: Record<string, { succeeded: number; failed: number }> = {};
+  for (const event of events) {
+    if (event.type === 'AttemptScheduled') for (const entry of Object.values(progress)) entry.failed = 0;
+    const nodeId = str(event.data['nodeId']);
+    if (nodeId === null || (event.type !== 'MapItemsCompleted' && event.type !== 'MapItemsFailed')) continue;
+    const entry = (progress[nodeId] ??= { succeeded: 0, failed: 0 });
+    if (event.type === 'MapItemsCompleted') entry.succeeded += count(event.data['items']);
+    else entry.failed += count(event.data['items']);
+  }
+  return progress;
 }
 
 const TERMINAL: Record<string, string> = {

@@ -20,6 +20,8 @@ export interface ClaimAttemptResult {
   completedNodes: Record<string, unknown>;
   /** Task nodes whose task failed past its retries earlier in this try: final, never run again. */
   failedNodes: Record<string, ExecutionError>;
+  /** Outputs of the items of unfinished map nodes that succeeded earlier, by node id, then index: never run again. */
+  completedItems: Record<string, Record<string, unknown>>;
 }
 
 export class ClaimAttemptCommand extends Command<ClaimAttemptResult> {
@@ -65,6 +67,9 @@ export class ClaimAttemptHandler implements ICommandHandler<ClaimAttemptCommand>
       input: state.input,
       completedNodes,
       failedNodes: failedInTry(state),
+      completedItems: Object.fromEntries(
+        Object.entries(state.mapItems ?? {}).filter(([nodeId]) => state.nodes[nodeId]?.status !== 'succeeded'),
+      ),
     };
   }
 }

@@ -118,6 +118,7 @@ describe('evolve', () => {
       approvalDecisions: {},
       tasks: {},
       waits: [],
+      mapItems: {},
       lastFencingToken: 2,
       awaitingSlot: null,
       slotAttemptId: null,

@@ -63,6 +63,18 @@ export type RecordNodeResult = {
   metadata: CommandMetadata;
 };
 
+/** Facts about the items of a running map node, batched by the worker (docs/api.md, "Control flow"). */
+export type RecordMapItems = {
+  type: 'RecordMapItems';
+  data: Fence & {
+    nodeId: string;
+    started: number[];
+    completed: { index: number; output: unknown }[];
+    failed: { index: number; error: ExecutionError }[];
+  };
+  metadata: CommandMetadata;
+};
+
 export type AttemptOutcome = 'succeeded' | 'failed' | 'cancelled' | 'suspended';
 
 export type CompleteAttempt = {
@@ -165,6 +177,7 @@ export type ExecutionCommand =
   | ClaimAttempt
   | Heartbeat
   | RecordNodeResult
+  | RecordMapItems
   | CompleteAttempt
   | TimeOutAttempt
   | TimeOutExecution

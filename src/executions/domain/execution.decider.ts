@@ -28,6 +28,7 @@ import { awaitApproval, decideApproval } from './decide-approval.js';
 import { claimTask, completeTask, heartbeatTask, scheduleTask, suspendAttempt, timeOutTask, withTasksCancelled } from './tasks.js';
 import { timeOutExecution } from './time-out-execution.js';
 import { admitExecution } from './admit-execution.js';
+import { recordMapItems } from './map-items.js';
 
 const iso = (d: Date) => d.toISOString();
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
@@ -370,6 +371,8 @@ function decideCommand(command: ExecutionCommand, state: ExecutionState): Execut
       return heartbeat(command, state);
     case 'RecordNodeResult':
       return recordNodeResult(command, state);
+    case 'RecordMapItems':
+      return recordMapItems(started(state), command, (s) => requireLiveClaim(s, command.data, command.metadata.now));
     case 'CompleteAttempt':
       return completeAttempt(command, state);
     case 'TimeOutAttempt':

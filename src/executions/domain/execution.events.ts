@@ -57,6 +57,9 @@ export type ScheduledBy = z.infer<typeof scheduledBySchema>;
 export const waitSchema = z.object({ nodeId: z.string(), kind: z.enum(['approval', 'task']) });
 export type Wait = z.infer<typeof waitSchema>;
 
+/** Position of an item in the array a map node runs over. */
+const mapItemIndex = z.number().int().min(0);
+
 const attemptReason = z.enum(['start', 'retry', 'redrive', 'resume']);
 export type AttemptReason = z.infer<typeof attemptReason>;
 
@@ -109,6 +112,24 @@ export const executionEventSchemas = {
   NodeSucceeded: z.object({ attemptId: z.string(), nodeId: z.string(), output: json, at: isoTime }),
   NodeFailed: z.object({ attemptId: z.string(), nodeId: z.string(), error: executionErrorSchema, at: isoTime }),
   NodeSkipped: z.object({ attemptId: z.string(), nodeId: z.string(), reason: z.string(), at: isoTime }),
+  /**
+   * Items of a running `map` node: which started, which succeeded (with their outputs) and which
+   * failed past the inner node's retries, batched as the worker reports them. A later attempt
+   * reuses the outputs of the items that succeeded and runs only the others.
+   */
+  MapItemsStarted: z.object({ attemptId: z.string(), nodeId: z.string(), indexes: z.array(mapItemIndex), at: isoTime }),
+  MapItemsCompleted: z.object({
+    attemptId: z.string(),
+    nodeId: z.string(),
+    items: z.array(z.object({ index: mapItemIndex, output: json })),
+    at: isoTime,
+  }),
+  MapItemsFailed: z.object({
+    attemptId: z.string(),
+    nodeId: z.string(),
+    items: z.array(z.object({ index: mapItemIndex, error: executionErrorSchema })),
+    at: isoTime,
+  }),
   /** An approval node waits for a human decision bound to the digest of this exact action. */
   NodeAwaitingApproval: z.object({ attemptId: z.string(), nodeId: z.string(), action: json, actionDigest: z.string(), at: isoTime }),
   /**

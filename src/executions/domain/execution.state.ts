@@ -119,6 +119,8 @@ interface ExecutionFields {
   /** Attempts since the start or the last redrive: what the retry policy counts. */
   attemptsInRun: number;
   nodes: Record<string, NodeRecord>;
+  /** Outputs of the map items that succeeded, by map node id, then item index: a later attempt reuses them. */
+  mapItems: Record<string, Record<string, unknown>>;
   cancelRequest: { reason: string | null; requestedBy: string; at: string } | null;
   redrives: Record<string, RedriveRecord>;
   /** The approval the execution waits for, bound to the digest of its action. */
@@ -193,6 +195,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       attempts: [],
       attemptsInRun: 0,
       nodes: {},
+      mapItems: {},
       cancelRequest: null,
       redrives: {},
       pendingApproval: null,
@@ -280,6 +283,16 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
     case 'NodeFailed':
     case 'NodeSkipped':
       return { ...s, updatedAt: event.data.at, nodes: { ...s.nodes, [event.data.nodeId]: nodeRecord(s.nodes[event.data.nodeId], event) } };
+    case 'MapItemsStarted':
+    case 'MapItemsFailed':
+      return { ...s, updatedAt: event.data.at };
+    case 'MapItemsCompleted': {
+      const d = event.data;
+      const mapItems = s.mapItems ?? {};
+      const items = { ...mapItems[d.nodeId] };
+      for (const { index, output } of d.items) items[index] = output;
+      return { ...s, updatedAt: d.at, mapItems: { ...mapItems, [d.nodeId]: items } };
+    }
     case 'NodeAwaitingApproval': {
       const d = event.data;
       return {

@@ -181,6 +181,9 @@ export const claimReplySchema = z
     failedNodes: z.record(z.string(), executionErrorSchema).meta({
       description: 'Task nodes whose task failed past its retries earlier in this try, by node id: final and failed, never run again.',
     }),
+    completedItems: z.record(z.string(), z.record(z.string(), anyJson)).meta({
+      description: 'Outputs of the items of unfinished map nodes that succeeded earlier, by map node id, then item index: never run again.',
+    }),
   })
   .meta({ id: 'ClaimReply' });
 

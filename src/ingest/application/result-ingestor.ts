@@ -166,6 +166,14 @@ export class ResultIngestor {
           },
           metadata,
         };
+      case 'map_items': {
+        const { started, completed, failed } = result.items!;
+        return {
+          type: 'RecordMapItems',
+          data: { ...fence, nodeId: result.nodeId!, started, completed: completed.map(({ index, output }) => ({ index, output })), failed },
+          metadata,
+        };
+      }
       case 'attempt_succeeded':
       case 'attempt_failed':
       case 'attempt_cancelled': {

@@ -1,11 +1,17 @@
 import { z } from 'zod';
 import { MAX_RESULT_MESSAGE_BYTES } from '../../core/bus.port.js';
 import { executionErrorSchema } from '../../executions/domain/execution.events.js';
+import { MAX_MAP_ITEMS } from '../../workflows/domain/workflow-graph.schema.js';
 
 /** Larger messages are dead-lettered unread (promise 11, docs/architecture.md: limits on message size). */
 export { MAX_RESULT_MESSAGE_BYTES };
 
 const id = z.string().min(1).max(200);
+const itemIndex = z
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_MAP_ITEMS - 1);
 
 export const RESULT_KINDS = [
   'node_started',
@@ -13,6 +19,7 @@ export const RESULT_KINDS = [
   'node_failed',
   'node_skipped',
   'node_waiting',
+  'map_items',
   'attempt_succeeded',
   'attempt_failed',
   'attempt_cancelled',
@@ -23,7 +30,8 @@ export const RESULT_KINDS = [
  * A worker result on `flostra.results.v1` (docs/api.md, "Worker protocol"). Extensions: `reason` (why a
  * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`)
  * and `attempt_suspended` (the attempt stopped at the approval node `nodeId`, whose `output.action`
- * is the exact action to approve, and at the task nodes `tasks`). Node results name their node.
+ * is the exact action to approve, and at the task nodes `tasks`), `map_items` (facts about the items of the
+map `nodeId`: `items: { started, completed, failed }`). Node results name their node.
  */
 export const resultMessageSchema = z
   .object({
@@ -40,6 +48,13 @@ export const resultMessageSchema = z
     reason: z.string().max(1024).optional(),
     wait: z.object({ kind: z.literal('task'), input: z.unknown() }).optional(),
     tasks: z.array(id).max(1000).optional(),
+    items: z
+      .object({
+        started: z.array(itemIndex).max(MAX_MAP_ITEMS),
+        completed: z.array(z.object({ index: itemIndex, output: z.unknown() })).max(MAX_MAP_ITEMS),
+        failed: z.array(z.object({ index: itemIndex, error: executionErrorSchema })).max(MAX_MAP_ITEMS),
+      })
+      .optional(),
   })
   .refine((m) => !m.kind.startsWith('node_') || m.nodeId !== undefined, {
     message: 'nodeId is required for node results',
@@ -49,7 +64,11 @@ export const resultMessageSchema = z
     message: 'a suspended attempt names its approval node (nodeId) or its waiting task nodes (tasks)',
     path: ['nodeId'],
   })
-  .refine((m) => m.kind !== 'node_waiting' || m.wait !== undefined, { message: 'wait is required for a waiting node', path: ['wait'] });
+  .refine((m) => m.kind !== 'node_waiting' || m.wait !== undefined, { message: 'wait is required for a waiting node', path: ['wait'] })
+  .refine((m) => m.kind !== 'map_items' || (m.nodeId !== undefined && m.items !== undefined), {
+    message: 'map_items names its map node (nodeId) and carries its item facts (items)',
+    path: ['items'],
+  });
 
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
 

@@ -6,6 +6,15 @@ import { decideTrigger, type FinalOutcome, type TriggerDecision } from './trigge
 
 type FinalRecord = Extract<NodeRecord, { status: FinalOutcome }>;
 
+/** What a switch's output says it took; an output of another shape takes nothing. */
+function takenBy(output: unknown): { case: string | number; to: readonly string[] } {
+  const { case: taken, to } = (output ?? {}) as { case?: unknown; to?: unknown };
+  return {
+    case: typeof taken === 'number' || typeof taken === 'string' ? taken : 'none',
+    to: Array.isArray(to) ? to.filter((id): id is string => typeof id === 'string') : [],
+  };
+}
+
 /**
  * Bookkeeping of one run: each node's record and, for each undecided node, how many of its
  * predecessors have not reached a final state yet. A node is unblocked only when that count
@@ -65,7 +74,26 @@ export class DagRunState {
       if (outcome === undefined) throw new Error(`DagRunState: ${id} decided before ${p} was final`);
       return { id: p, outcome };
     });
-    return decideTrigger(this.node(id).trigger, predecessors);
+    return this.branchNotTaken(id) ?? decideTrigger(this.node(id).trigger, predecessors);
+  }
+
+  /**
+   * A target of a switch that succeeded without taking it is skipped, whatever its trigger rule:
+   * the branch was not chosen. Decided from the switch's output, so a resumed attempt that reuses
+   * it routes the same way.
+   */
+  private branchNotTaken(id: string): TriggerDecision | undefined {
+    for (const p of this.predecessorsOf(id)) {
+      const node = this.node(p);
+      const record = this.records.get(p);
+      if (node.type !== 'switch' || record?.status !== 'succeeded') continue;
+      const targets = [...node.config.cases.flatMap((branch) => branch.to), ...(node.config.default ?? [])];
+      if (!targets.includes(id)) continue;
+      const taken = takenBy(record.output);
+      if (taken.to.includes(id)) continue;
+      return { run: false, reason: `switch ${p} took ${taken.case === 'default' ? 'the default' : `case ${taken.case}`}` };
+    }
+    return undefined;
   }
 
   inputOf(id: string, input: Record<string, unknown>): NodeInput {

@@ -1,7 +1,9 @@
 import type { ExecutionError } from '../../executions/domain/execution.events.js';
+import type { NodeOfType } from '../../workflows/domain/workflow-graph.schema.js';
 import { pendingApproval } from './approval.js';
 import { DagRunState } from './dag-run-state.js';
 import type { DagEvent, DagResult, NodeRecord, PendingApproval, RunDagOptions } from './dag.types.js';
+import { MapRun } from './map-run.js';
 import { abortableSleep, tryNode, type TriesOutcome, type TryNodeOptions } from './node-retry.js';
 
 export const DEFAULT_CONCURRENCY = 4;
@@ -69,6 +71,8 @@ class DagRun {
   private readonly tryOptions: TryNodeOptions;
   /** Pure nodes running whose node_started is held with their result. */
   private readonly startNotReported = new Set<string>();
+  /** A report of map item facts that failed: the run stops with it, as with any failed report. */
+  private itemReportFailure: unknown;
 
   constructor(
     private readonly options: RunDagOptions,
@@ -127,6 +131,7 @@ class DagRun {
       // Task promises never reject (see start), so racing them loses no failure.
       const settled = await Promise.race(this.running.values());
       this.running.delete(settled.nodeId);
+      if (this.itemReportFailure !== undefined) throw this.itemReportFailure;
       await this.settle(settled);
     }
   }
@@ -153,7 +158,9 @@ class DagRun {
       input: this.state.inputOf(nodeId, input),
       signal: this.controller.signal,
     };
-    const task = tryNode(this.state.node(nodeId), context, this.tryOptions).then(
+    const node = this.state.node(nodeId);
+    const tryOptions = node.type === 'map' ? { ...this.tryOptions, executeNode: this.mapRun(node).tryMap } : this.tryOptions;
+    const task = tryNode(node, context, tryOptions).then(
       (outcome): Settlement => ({ nodeId, outcome }),
       (crash: unknown): Settlement => ({ nodeId, crash }),
     );
@@ -222,6 +229,32 @@ class DagRun {
     if (this.aborted) return;
     await this.emit({ kind: 'node_waiting', nodeId, wait: { kind: 'task', input } });
     this.waitingTasks.push(nodeId);
+  }
+
+  /** A map node's items run here, not through `executeNode` (see MapRun). */
+  private mapRun(node: NodeOfType<'map'>): MapRun {
+    return new MapRun(node, {
+      ...this.tryOptions,
+      completed: this.options.completedItems?.[node.id] ?? {},
+      evaluate: this.options.evaluate,
+      checkOutput: this.options.checkOutput,
+      emit: (event) => this.emitItems(event),
+    });
+  }
+
+  /**
+   * Item facts need no acknowledgement before the run goes on (an item whose end was lost runs
+   * again in the next attempt): held when the reporter can hold them, reported otherwise. Never
+   * rejects: a failed report aborts the run, which then rejects with it.
+   */
+  private async emitItems(event: DagEvent): Promise<void> {
+    if (this.options.hold !== undefined) return this.options.hold(event);
+    try {
+      await this.emit(event);
+    } catch (error) {
+      this.itemReportFailure ??= error;
+      this.controller.abort(error);
+    }
   }
 
   /** Decides nodes whose predecessors are all final; skips cascade through their successors. */

@@ -6,6 +6,9 @@ export interface NodeInput {
   readonly input: Record<string, unknown>;
   /** Keyed by predecessor id. A skipped or failed predecessor has no entry ("never produced"). */
   readonly nodes: Readonly<Record<string, unknown>>;
+  /** For the node a `map` runs per item: the element of the items array, and its position in it. */
+  readonly item?: unknown;
+  readonly index?: number;
 }
 
 /** What a node type gets besides its own configuration. */
@@ -43,7 +46,19 @@ export type DagEvent =
   | { readonly kind: 'node_failed'; readonly nodeId: string; readonly error: ExecutionError }
   | { readonly kind: 'node_skipped'; readonly nodeId: string; readonly reason: string }
   /** A task node asks for its task, with this input; the attempt then waits for it (suspends). */
-  | { readonly kind: 'node_waiting'; readonly nodeId: string; readonly wait: { readonly kind: 'task'; readonly input: unknown } };
+  | { readonly kind: 'node_waiting'; readonly nodeId: string; readonly wait: { readonly kind: 'task'; readonly input: unknown } }
+  /** Items of a running map that started, succeeded or failed (past their retries) since the last such event. */
+  | ({ readonly kind: 'map_items'; readonly nodeId: string } & MapItemFacts);
+
+/** A batch of facts about the items of one map node. */
+export interface MapItemFacts {
+  readonly started: readonly number[];
+  readonly completed: readonly { readonly index: number; readonly output: unknown }[];
+  readonly failed: readonly { readonly index: number; readonly error: ExecutionError }[];
+}
+
+/** Evaluates a JSONata expression over a value (the transform sandbox); rejects with a NodeError. */
+export type Evaluate = (expression: string, input: unknown, signal: AbortSignal) => Promise<unknown>;
 
 /** Resolves once the event is durably handed over (e.g. acked by the broker). */
 export type ReportDagEvent = (event: DagEvent) => Promise<void>;
@@ -134,4 +149,13 @@ export interface RunDagOptions {
   readonly sleep?: Sleep;
   /** Jitter source in [0, 1); Math.random by default. */
   readonly random?: () => number;
+  /**
+   * Outputs of map items that finished in earlier attempts, by map node id, then by item index:
+   * reused, never run or reported again.
+   */
+  readonly completedItems?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /** Evaluates a map's `items` expression; without it, a map node fails `map_unavailable`. */
+  readonly evaluate?: Evaluate;
+  /** Checks a map's whole output before it is reported (throws a NodeError when it is too large). */
+  readonly checkOutput?: (nodeId: string, output: unknown) => void;
 }

@@ -1,12 +1,13 @@
 import { CodeSandbox } from '../../sandbox/code-sandbox.js';
 import type { NodeType, WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
-import type { ExecuteNode, Sleep } from '../dag/dag.types.js';
+import type { Evaluate, ExecuteNode, Sleep } from '../dag/dag.types.js';
 import { NodeError } from '../dag/node-error.js';
 import { abortableSleep } from '../dag/node-retry.js';
 import type { EgressGuard } from '../egress/egress-guard.js';
 import { createDelayNode, executeFail, executeNoop } from './basic-nodes.js';
 import { createCodeNode } from './code-node.js';
 import { createHttpNode } from './http-node.js';
+import { createSwitchNode } from './switch-node.js';
 import type { NodeExecutor } from './node-executor.js';
 import { createTaskInputNode, createTransformNode } from './transform-node.js';
 import { TransformSandbox } from './transform-sandbox.js';
@@ -22,19 +23,21 @@ export interface NodeRegistryOptions {
   readonly code?: CodeSandbox;
 }
 
-/** Executable node types: `approval` is not one (the runner suspends there instead). */
-export type ExecutableNodeType = Exclude<NodeType, 'approval'>;
+/** Executable node types: not `approval` (the runner suspends there) nor `map` (the runner runs its items). */
+export type ExecutableNodeType = Exclude<NodeType, 'approval' | 'map'>;
 
 export interface NodeRegistry {
   /** Dispatches on `node.type`; pass it to `runDag` as `executeNode`. */
   readonly execute: ExecuteNode;
   /** Pass it to `runDag` as `isPure`: node types that touch nothing outside the run. */
   readonly isPure: (node: WorkflowNode) => boolean;
+  /** Pass it to `runDag` as `evaluate`: a map's items expression, in the transform sandbox. */
+  readonly evaluate: Evaluate;
   readonly executors: { readonly [Type in ExecutableNodeType]: NodeExecutor<Type> };
 }
 
 /** No network, no timer, no effect outside the run: nothing to announce before running them. */
-const PURE_NODE_TYPES: ReadonlySet<NodeType> = new Set(['noop', 'transform', 'code', 'fail']);
+const PURE_NODE_TYPES: ReadonlySet<NodeType> = new Set(['noop', 'transform', 'code', 'fail', 'switch']);
 
 export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
   const sandbox = options.transform ?? new TransformSandbox();
@@ -46,6 +49,7 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
     http: createHttpNode(options.egress),
     fail: executeFail,
     task: createTaskInputNode(sandbox),
+    switch: createSwitchNode(sandbox),
   };
   const execute: ExecuteNode = async (node, ctx) => {
     switch (node.type) {
@@ -63,6 +67,10 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
         return executors.fail(node, ctx);
       case 'task':
         return executors.task(node, ctx);
+      case 'switch':
+        return executors.switch(node, ctx);
+      case 'map':
+        throw new NodeError('map_not_executable', `map node ${node.id} is run item by item by the DAG runner`, false);
       case 'approval':
         throw new NodeError('approval_not_executable', `approval node ${node.id} waits for a decision; it is never executed`, false);
       default: {
@@ -71,5 +79,10 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
       }
     }
   };
-  return { execute, executors, isPure: (node) => PURE_NODE_TYPES.has(node.type) };
+  return {
+    execute,
+    executors,
+    isPure: (node) => PURE_NODE_TYPES.has(node.type),
+    evaluate: (expression, input, signal) => sandbox.evaluate(expression, input, signal),
+  };
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../../core/logger.js';
 import { NO_METRICS, type Metrics } from '../../core/metrics.port.js';
 import { type Context, inSpan, SpanKind } from '../../observability/tracing.js';
 import { runDag } from '../dag/dag-runner.js';
-import type { ExecuteNode } from '../dag/dag.types.js';
+import type { Evaluate, ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { ClaimRefusedError, type ClaimReply, type ControlPlaneClient } from './control-plane.client.js';
 import type { DispatchMessage } from '../../dispatch/dispatch-message.js';
@@ -13,14 +13,16 @@ import { referencedSecretNames } from '../../workflows/domain/secret-references.
 import { AttemptSecrets } from '../secrets/attempt-secrets.js';
 import { redactingExecutor } from '../secrets/redacting-executor.js';
 import { redactingLogger, SecretRedactor } from '../secrets/secret-redactor.js';
-import { limitNodeOutputs, outputTooLarge } from './output-limit.js';
-import { ResultPublisher, ResultTooLargeError, type ResultBody } from './result-publisher.js';
+import { assertOutputFits, limitNodeOutputs, outputTooLarge } from './output-limit.js';
+import { ResultPublisher, ResultTooLargeError, resultOf, type ResultBody } from './result-publisher.js';
 
 export interface AttemptRunnerOptions {
   bus: Bus;
   client: ControlPlaneClient;
   executeNode: ExecuteNode;
   isPure?: (node: WorkflowNode) => boolean;
+  /** Evaluates the items expression of map nodes (the transform sandbox). */
+  evaluate?: Evaluate;
   workerId: string;
   logger: Logger;
   /** Nodes of one attempt running at once. */
@@ -107,9 +109,12 @@ export class AttemptRunner {
         concurrency: this.options.nodeConcurrency,
         executeNode: measuredNodes(redactingExecutor(this.executeNode, secrets, redactor), this.metrics),
         isPure: this.options.isPure,
-        report: (event) => publisher.publish(event),
+        report: (event) => publisher.publish(resultOf(event)),
         // Results of pure nodes go out with the next result: all of a pure graph's, with the terminal one.
-        hold: (event) => publisher.hold(event),
+        hold: (event) => publisher.hold(resultOf(event)),
+        completedItems: claim.completedItems,
+        evaluate: this.options.evaluate,
+        checkOutput: assertOutputFits,
       });
       switch (result.outcome) {
         case 'succeeded': {

@@ -26,6 +26,8 @@ export const claimReplySchema = z.object({
   completedNodes: z.record(z.string(), z.unknown()),
   /** Absent from control planes older than task nodes. */
   failedNodes: z.record(z.string(), executionErrorSchema).optional(),
+  /** Outputs of map items finished earlier, by map node id, then item index; absent from control planes older than maps. */
+  completedItems: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
 });
 export type ClaimReply = z.infer<typeof claimReplySchema>;
 

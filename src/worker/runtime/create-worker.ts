@@ -36,6 +36,7 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
     token: options.token,
     executeNode: registry.execute,
     isPure: registry.isPure,
+    evaluate: registry.evaluate,
     logger: options.logger,
     concurrency: options.concurrency,
     nodeConcurrency: 4,

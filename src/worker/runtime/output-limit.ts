@@ -32,14 +32,18 @@ export function outputTooLarge(message: string): ExecutionError {
 export function limitNodeOutputs(executeNode: ExecuteNode, maxBytes: number = MAX_NODE_OUTPUT_BYTES): ExecuteNode {
   return async (node, ctx) => {
     const output = await executeNode(node, ctx);
-    const bytes = jsonBytes(output);
-    if (bytes > maxBytes) {
-      const { code, message, retryable } = outputTooLarge(
-        `the output of node ${node.id} is ${bytes} bytes as JSON; the limit is ${maxBytes} bytes ` +
-          `(a result message carries at most ${MAX_RESULT_MESSAGE_BYTES} bytes, its envelope included)`,
-      );
-      throw new NodeError(code, message, retryable);
-    }
+    assertOutputFits(node.id, output, maxBytes);
     return output;
   };
+}
+
+/** Throws `output_too_large` (a NodeError) when the output would not fit in its node's result message. */
+export function assertOutputFits(nodeId: string, output: unknown, maxBytes: number = MAX_NODE_OUTPUT_BYTES): void {
+  const bytes = jsonBytes(output);
+  if (bytes <= maxBytes) return;
+  const { code, message, retryable } = outputTooLarge(
+    `the output of node ${nodeId} is ${bytes} bytes as JSON; the limit is ${maxBytes} bytes ` +
+      `(a result message carries at most ${MAX_RESULT_MESSAGE_BYTES} bytes, its envelope included)`,
+  );
+  throw new NodeError(code, message, retryable);
 }

@@ -3,6 +3,7 @@ import { MAX_RESULT_MESSAGE_BYTES, PRODUCED_AT_HEADER, TOPICS, type Bus, type Ou
 import { traceMessageHeaders } from '../../core/traceparent.js';
 import type { ExecutionError } from '../../executions/domain/execution.events.js';
 import { currentTraceHeaders } from '../../observability/tracing.js';
+import type { DagEvent, MapItemFacts } from '../dag/dag.types.js';
 
 export type ResultKind =
   | 'node_started'
@@ -10,6 +11,7 @@ export type ResultKind =
   | 'node_failed'
   | 'node_skipped'
   | 'node_waiting'
+  | 'map_items'
   | 'attempt_succeeded'
   | 'attempt_failed'
   | 'attempt_cancelled'
@@ -25,6 +27,15 @@ export interface ResultBody {
   wait?: { kind: 'task'; input: unknown };
   /** `attempt_suspended`: the task nodes waiting for their tasks. */
   tasks?: readonly string[];
+  /** `map_items`: items of the map `nodeId` that started, succeeded or failed. */
+  items?: MapItemFacts;
+}
+
+/** The result message body of a DAG runner event. */
+export function resultOf(event: DagEvent): ResultBody {
+  if (event.kind !== 'map_items') return event;
+  const { kind, nodeId, started, completed, failed } = event;
+  return { kind, nodeId, items: { started, completed, failed } };
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Metrics } from '../../core/metrics.port.js';
 import { reportConsumerLag } from '../../observability/lag-sources.js';
 import { type Context, contextFrom } from '../../observability/tracing.js';
 import { type DispatchMessage, dispatchMessageSchema } from '../../dispatch/dispatch-message.js';
-import type { ExecuteNode } from '../dag/dag.types.js';
+import type { Evaluate, ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { AttemptRunner } from './attempt-runner.js';
 import { ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
@@ -21,6 +21,8 @@ export interface WorkerOptions {
   executeNode: ExecuteNode;
   /** Node types with no outside effect (see runDag's `isPure`). */
   isPure?: (node: WorkflowNode) => boolean;
+  /** Evaluates the items expression of map nodes (the transform sandbox); maps fail without it. */
+  evaluate?: Evaluate;
   logger: Logger;
   /** Attempts run at once, across and within dispatch partitions. */
   concurrency: number;
@@ -68,6 +70,7 @@ export class WorkerService {
       client: this.client,
       executeNode: options.executeNode,
       isPure: options.isPure,
+      evaluate: options.evaluate,
       workerId: this.workerId,
       logger: options.logger.child({ component: 'worker', workerId: this.workerId }),
       nodeConcurrency: options.nodeConcurrency,

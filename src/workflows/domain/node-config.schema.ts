@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { nodeIdSchema } from './workflow-identity.js';
 import { MAX_CODE_SOURCE_BYTES, MAX_EXPRESSION_BYTES, ONE_DAY_MS } from './workflow-graph.limits.js';
 
 /** Per-type configuration of a node. Only shape is checked here; workers interpret it. */
@@ -76,6 +77,24 @@ export const taskConfigSchema = z.strictObject({
   heartbeatTimeoutMs: z.number().int().min(1_000).max(3_600_000).default(30_000),
 });
 
+/**
+ * `switch`: routes to some of its direct successors. The first case whose `when` (a JSONata
+ * predicate over the node's input, cast with `$boolean`) holds is taken; with none, `default`.
+ * Targets of cases not taken are skipped. Publish checks that every target is a direct successor.
+ */
+export const switchConfigSchema = z.strictObject({
+  cases: z
+    .array(
+      z.strictObject({
+        when: transformConfigSchema.shape.expression,
+        to: z.array(nodeIdSchema).min(1).max(100),
+      }),
+    )
+    .min(1)
+    .max(50),
+  default: z.array(nodeIdSchema).max(100).optional(),
+});
+
 /** Fails on purpose: lets tests and users exercise retry policies. */
 export const failConfigSchema = z.strictObject({
   code: z.string().min(1).max(128).optional(),
@@ -91,3 +110,4 @@ export type HttpConfig = z.output<typeof httpConfigSchema>;
 export type ApprovalConfig = z.output<typeof approvalConfigSchema>;
 export type FailConfig = z.output<typeof failConfigSchema>;
 export type TaskConfig = z.output<typeof taskConfigSchema>;
+export type SwitchConfig = z.output<typeof switchConfigSchema>;

@@ -6,6 +6,7 @@ import {
   failConfigSchema,
   httpConfigSchema,
   noopConfigSchema,
+  switchConfigSchema,
   taskConfigSchema,
   transformConfigSchema,
 } from './node-config.schema.js';
@@ -57,22 +58,63 @@ export const timeoutsSchema = z.strictObject({
 /** When a node may run, given its predecessors' final states. */
 export const triggerSchema = z.enum(['all_success', 'all_done', 'one_success']);
 
-export const NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'approval', 'fail', 'task'] as const;
+export const NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'approval', 'fail', 'task', 'switch', 'map'] as const;
+
+/** What every node has besides its id, type, config and trigger (a map's inner node has these too). */
+const runFields = {
+  retry: retryPolicySchema.prefault({}),
+  /**
+   * Wall-clock budget of each try of the node, enforced by the worker's DAG runner: at the
+   * deadline the node's signal aborts and the try fails `node_timeout`. Absent: no bound but the
+   * attempt's lease and the execution's timeout. No default, so graphs without it keep their digest.
+   */
+  timeoutMs: z.number().int().min(1).max(MAX_NODE_TIMEOUT_MS).optional(),
+};
 
 const nodeOf = <Type extends string, Config extends z.ZodType>(type: Type, config: Config) =>
   z.strictObject({
     id: nodeIdSchema,
     type: z.literal(type),
     config,
-    retry: retryPolicySchema.prefault({}),
+    ...runFields,
     trigger: triggerSchema.default('all_success'),
-    /**
-     * Wall-clock budget of each try of the node, enforced by the worker's DAG runner: at the
-     * deadline the node's signal aborts and the try fails `node_timeout`. Absent: no bound but the
-     * attempt's lease and the execution's timeout. No default, so graphs without it keep their digest.
-     */
-    timeoutMs: z.number().int().min(1).max(MAX_NODE_TIMEOUT_MS).optional(),
   });
+
+/** The node types a `map` may run per item: those that run to their end inside the worker. */
+export const MAP_INNER_NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'fail'] as const;
+
+const innerNodeOf = <Type extends string, Config extends z.ZodType>(type: Type, config: Config) =>
+  z.strictObject({ type: z.literal(type), config, ...runFields });
+
+/** Most items one map runs; more fail the node with `map_too_large`. */
+export const MAX_MAP_ITEMS = 10_000;
+
+/**
+ * `map`: runs `node` once per element of the array `items` evaluates to (a JSONata expression
+ * over the map's input), at most `concurrency` at once. Waiting kinds (approval, task) and
+ * control-flow nodes cannot run per item.
+ */
+export const mapConfigSchema = z.strictObject({
+  items: transformConfigSchema.shape.expression,
+  node: z.discriminatedUnion(
+    'type',
+    [
+      innerNodeOf('noop', noopConfigSchema.prefault({})),
+      innerNodeOf('delay', delayConfigSchema),
+      innerNodeOf('transform', transformConfigSchema),
+      innerNodeOf('code', codeConfigSchema),
+      innerNodeOf('http', httpConfigSchema),
+      innerNodeOf('fail', failConfigSchema.prefault({})),
+    ],
+    {
+      error: (issue) =>
+        issue.code === 'invalid_union'
+          ? `a map runs one of ${MAP_INNER_NODE_TYPES.join(', ')} per item (approval and task nodes wait outside the worker)`
+          : undefined,
+    },
+  ),
+  concurrency: z.number().int().min(1).max(100).default(10),
+});
 
 export const workflowNodeSchema = z.discriminatedUnion(
   'type',
@@ -85,6 +127,8 @@ export const workflowNodeSchema = z.discriminatedUnion(
     nodeOf('approval', approvalConfigSchema.prefault({})),
     nodeOf('fail', failConfigSchema.prefault({})),
     nodeOf('task', taskConfigSchema),
+    nodeOf('switch', switchConfigSchema),
+    nodeOf('map', mapConfigSchema),
   ],
   {
     error: (issue) => (issue.code === 'invalid_union' ? `unknown node type; expected one of ${NODE_TYPES.join(', ')}` : undefined),
@@ -112,3 +156,6 @@ export type NodeOfType<Type extends NodeType> = Extract<WorkflowNode, { type: Ty
 export type RetryPolicy = z.output<typeof retryPolicySchema>;
 export type Timeouts = z.output<typeof timeoutsSchema>;
 export type JoinTrigger = z.output<typeof triggerSchema>;
+export type MapConfig = z.output<typeof mapConfigSchema>;
+/** The node a map runs per item: a node without id or trigger. */
+export type MapInnerNode = MapConfig['node'];

@@ -5,6 +5,7 @@ import { MAX_EDGES, MAX_GRAPH_BYTES, MAX_NODES, MAX_REPORTED_ISSUES } from './wo
 import { type WorkflowGraph, workflowGraphSchema } from './workflow-graph.schema.js';
 import { issuesFromZod } from './validation-issues.js';
 import { secretReferenceIssues } from './secret-references.js';
+import { controlFlowIssues } from './control-flow.validation.js';
 
 export type DefinitionResult = { ok: true; graph: WorkflowGraph } | { ok: false; issues: ValidationIssue[] };
 
@@ -25,6 +26,7 @@ export function parseWorkflowDefinition(body: unknown): DefinitionResult {
     ...(parsed.success ? [] : issuesFromZod(parsed.error)),
     ...(shape ? validateGraphStructure(shape) : []),
     ...secretReferenceIssues(body),
+    ...(parsed.success ? controlFlowIssues(parsed.data) : []),
   ];
   if (issues.length === 0 && parsed.success) return { ok: true, graph: parsed.data };
   return { ok: false, issues: capped(issues) };

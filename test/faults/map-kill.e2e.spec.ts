@@ -1,0 +1,175 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
+import { createLogger } from '../../src/core/logger.js';
+import { createWorker } from '../../src/worker/runtime/create-worker.js';
+import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
+import { eventually } from '../support/eventually.js';
+import { client, type ApiClient } from '../support/http-client.js';
+import { testKafkaBrokers } from '../support/kafka-broker.js';
+import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { requireBuiltApp, spawnWorkerProcess } from '../support/worker-process.js';
+
+const quiet = createLogger({ level: 'silent' });
+const ITEMS = 1_000;
+/** Requests the sink answers at once; it holds every later one until released. */
+const ANSWERED_FIRST = 400;
+
+type Event = { type: string; data: Record<string, unknown> };
+
+/**
+ * A loopback sink for the map's http items: counts the requests of each Idempotency-Key, answers
+ * the first ANSWERED_FIRST at once and holds the others until `release`.
+ */
+class CountingSink {
+  readonly hits = new Map<string, number>();
+  private readonly held: (() => void)[] = [];
+  private released = false;
+  private server: Server | null = null;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const key = String(req.headers['idempotency-key']);
+      this.hits.set(key, (this.hits.get(key) ?? 0) + 1);
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ key }));
+      };
+      if (this.released || this.total() <= ANSWERED_FIRST) answer();
+      else this.held.push(answer);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}/item`;
+  }
+
+  get heldCount(): number {
+    return this.held.length;
+  }
+
+  total(): number {
+    return [...this.hits.values()].reduce((sum, n) => sum + n, 0);
+  }
+
+  release(): void {
+    this.released = true;
+    for (const answer of this.held.splice(0)) answer();
+  }
+
+  async stop(): Promise<void> {
+    this.release();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+describe('a map of 1,000 http items whose worker is killed midway (real Kafka, real Postgres)', () => {
+  const sink = new CountingSink();
+  const buses: KafkaBus[] = [];
+  let worker: WorkerService | undefined;
+  let child: ChildProcess | undefined;
+  let t: TestApp | undefined;
+  let api: ApiClient;
+
+  beforeAll(async () => {
+    requireBuiltApp();
+    await sink.start();
+  });
+  afterAll(() => sink.stop());
+  afterEach(async () => {
+    child?.kill('SIGKILL');
+    await worker?.stop();
+    await t?.close();
+    for (const bus of buses.splice(0)) await bus.close();
+  });
+
+  const kafkaBus = (brokers: string[]) => {
+    const bus = new KafkaBus({ brokers, clientId: 'map-kill-test', logger: quiet });
+    buses.push(bus);
+    return bus;
+  };
+  const history = async (executionId: string): Promise<Event[]> =>
+    (await api.get(`/v1/executions/${executionId}/history?limit=1000`, { token: TOKENS.viewerA })).body.events;
+  /** Indexes of every MapItemsCompleted fact, in the order recorded (repeats kept). */
+  const completedIndexes = (events: Event[]): number[] =>
+    events.filter((e) => e.type === 'MapItemsCompleted').flatMap((e) => (e.data['items'] as { index: number }[]).map((i) => i.index));
+
+  it('finishes every item exactly once: the retry attempt runs only the items not recorded before the kill', async () => {
+    const brokers = testKafkaBrokers();
+    t = await startTestApp('postgres', { FLOSTRA_ROLES: 'api,dispatcher,ingestor,projector,watchdog' }, { bus: kafkaBus(brokers) });
+    api = client(t.url);
+    child = await spawnWorkerProcess(t.url, brokers);
+    const put = await api.put('/v1/workspaces/ws-a/workflows/map-kill', {
+      token: TOKENS.adminA,
+      body: {
+        nodes: [
+          {
+            id: 'each',
+            type: 'map',
+            config: {
+              items: `[1..${ITEMS}]`,
+              concurrency: 50,
+              node: { type: 'http', config: { method: 'POST', url: sink.url, body: {} } },
+            },
+          },
+        ],
+        retry: { maxAttempts: 2, initialIntervalMs: 0, maxIntervalMs: 0 },
+        timeouts: { leaseMs: 6_000 },
+      },
+    });
+    expect(put.status).toBe(201);
+    const started = await api.post('/v1/workspaces/ws-a/workflows/map-kill/executions', { token: TOKENS.operatorA, body: {} });
+    expect(started.status).toBe(201);
+    const executionId = started.body.executionId as string;
+
+    // Midway: the first items are answered and recorded, the next ones are held at the sink.
+    await eventually(() => sink.heldCount === 50, { what: 'a full set of items to be held', timeoutMs: 60_000 });
+    const beforeKill = await eventually(
+      async () => {
+        const done = completedIndexes(await history(executionId));
+        return done.length >= ANSWERED_FIRST - 50 ? done : false;
+      },
+      { what: 'the answered items to be recorded', timeoutMs: 30_000 },
+    );
+    child.kill('SIGKILL');
+    const recordedBeforeKill = new Set(completedIndexes(await history(executionId)));
+    expect(recordedBeforeKill.size).toBeGreaterThanOrEqual(beforeKill.length);
+    expect(recordedBeforeKill.size).toBeLessThan(ITEMS);
+    sink.release();
+
+    // A replacement worker in a group of its own (it need not wait out the dead member's session).
+    worker = createWorker({
+      bus: kafkaBus(brokers),
+      apiUrl: t.url,
+      token: TOKENS.worker,
+      logger: quiet,
+      concurrency: 4,
+      egressAllow: ['127.0.0.1/32'],
+      groupId: 'map-kill-replacement',
+    });
+    await worker.start();
+
+    const done = await eventually(
+      async () => {
+        const view = (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body;
+        return ['succeeded', 'failed', 'timed_out'].includes(view.status) ? view : false;
+      },
+      { what: 'the execution to finish', timeoutMs: 90_000 },
+    );
+    expect(done.status).toBe('succeeded');
+    expect(done.attempts.map((a: { status: string }) => a.status)).toEqual(['timed_out', 'succeeded']);
+
+    // Recorded: every item finished exactly once, across both attempts.
+    const events = await history(executionId);
+    const completed = completedIndexes(events);
+    expect(completed).toHaveLength(ITEMS);
+    expect(new Set(completed).size).toBe(ITEMS);
+    // The output keeps item order; each item called with its own idempotency key.
+    const output = done.nodes.find((n: { nodeId: string }) => n.nodeId === 'each').output as { body: { key: string } }[];
+    expect(output.map((item) => item.body.key)).toEqual(Array.from({ length: ITEMS }, (_, i) => `${executionId}:each:${i}`));
+    // Effects: every key reached the sink; the items recorded before the kill were never called again.
+    expect(sink.hits.size).toBe(ITEMS);
+    for (const index of recordedBeforeKill) expect(sink.hits.get(`${executionId}:each:${index}`)).toBe(1);
+  }, 180_000);
+});
