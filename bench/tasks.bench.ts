@@ -162,9 +162,11 @@ async function main() {
   async function taskTimeline(count: number, run: () => Promise<number>) {
     const gaps = new Map<string, number[]>();
     let total = 0;
+    let attempts = 0;
     for (let i = 0; i < count; i++) {
       total += await run();
       const events = await store.readStream(`execution-${startedIds.at(-1)}`);
+      attempts += events.filter((e) => e.type === 'AttemptScheduled').length;
       for (let j = 1; j < events.length; j++) {
         const key = `${events[j - 1].type} → ${events[j].type}`;
         const list = gaps.get(key) ?? [];
@@ -180,7 +182,12 @@ async function main() {
       }))
       .map((s) => ({ ...s, msPerExecution: round(s.meanMs * s.perExecution, 1) }))
       .sort((a, b) => b.msPerExecution - a.msPerExecution);
-    return { executions: count, meanLatencyMs: round(total / count, 1), steps: steps.filter((s) => s.msPerExecution >= 0.5) };
+    return {
+      executions: count,
+      meanLatencyMs: round(total / count, 1),
+      attemptsPerExecution: round(attempts / count, 2),
+      steps: steps.filter((s) => s.msPerExecution >= 0.5),
+    };
   }
 
   const once = (variant: Variant) => async (): Promise<number> => {
