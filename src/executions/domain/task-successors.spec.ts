@@ -175,10 +175,17 @@ describe('successors decided by the control plane', () => {
         .when(fenced(history, completeTask('c', 8_000, { output: 'c' })))
         .then([...succeeded('c', 8_000, 'c'), scheduled('d', 8_000, { input: INPUT, nodes: { b: 'b', c: 'c' } })]);
 
-      const ended = play(history, [completeTask('c', 8_000, { output: 'c' }), ...claimedAndDone('d', 9_000, { done: true })]);
-      expect(ended.at(-1)).toEqual({ type: 'ExecutionSucceeded', data: { output: { d: { done: true } }, at: iso(9_100) } });
+      const atD = play(history, [completeTask('c', 8_000, { output: 'c' }), claimTask('d', 9_000)]);
+      given(atD)
+        .when(fenced(atD, completeTask('d', 9_100, { output: { done: true } })))
+        .then([
+          ...succeeded('d', 9_100, { done: true }),
+          { type: 'ExecutionSucceeded', data: { output: { d: { done: true } }, at: iso(9_100) } },
+        ]);
+      const ended = play(atD, [completeTask('d', 9_100, { output: { done: true } })]);
       expect(attemptsScheduled(ended)).toBe(1);
       const state = fold(executionDecider, ended);
+      expect(state.status !== 'not_started' && Object.values(state.tasks).map((t) => t.status)).toEqual(Array(4).fill('succeeded'));
       expect(state).toMatchObject({ status: 'succeeded', output: { d: { done: true } } });
       expect(state.status !== 'not_started' && Object.values(state.nodes).map((n) => n.status)).toEqual([
         'succeeded',

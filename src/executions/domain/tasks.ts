@@ -430,10 +430,12 @@ const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTime
  * the heartbeat of a claimed one answers `cancelRequested`.
  */
 export function withTasksCancelled(s: StartedExecution, events: ExecutionEvent[], now: Date): ExecutionEvent[] {
-  const live = liveTasks(s);
-  if (live.length === 0) return events;
+  if (liveTasks(s).length === 0) return events;
   const index = events.findIndex((e) => e.type === 'CancelRequested' || ENDINGS.has(e.type));
   if (index === -1) return events;
+  // Live as the append leaves them: a task whose end this very append records (and ends the execution with) is over.
+  const live = liveTasks(foldInto(s, events.slice(0, index)));
+  if (live.length === 0) return events;
   const at = iso(now);
   const cancelled: ExecutionEvent[] = live.map((t) => ({ type: 'TaskCancelled', data: { taskId: t.taskId, at } }));
   const position = events[index].type === 'CancelRequested' ? index + 1 : index;

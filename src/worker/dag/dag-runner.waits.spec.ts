@@ -4,7 +4,7 @@ import { NodeError } from './node-error.js';
 import { eventTrace, graphOf, recordingReport, ScriptedNodes } from '../../../test/support/worker/dag/scripted-nodes.js';
 import { startRun } from '../../../test/support/worker/dag/start-run.js';
 
-const task = (id: string, extra: Record<string, unknown> = {}) => ({ id, type: 'task', config: { queue: 'q' }, ...extra });
+const task = (id: string) => ({ id, type: 'task' as const, config: { queue: 'q' } });
 
 describe('runDag: task nodes and waits that failed earlier in the try', () => {
   describe('node_waiting', () => {
