@@ -1,5 +1,6 @@
 // A workflow graph drawn with React Flow, laid out left to right by dagre. Nodes are coloured
-// by state when states are given (the live execution page), and can be selected.
+// by state when states are given (the live execution page), and can be selected. A waiting node
+// says what it waits for (`waits`: a task's queue and claim, an approval).
 import dagre from '@dagrejs/dagre';
 import { Background, Controls, Position, ReactFlow, type Edge, type Node } from '@xyflow/react';
 import { useMemo } from 'react';
@@ -15,7 +16,7 @@ export interface Graph {
 }
 
 const WIDTH = 160;
-const HEIGHT = 54;
+const HEIGHT = 64;
 
 function layout(graph: Graph): Record<string, { x: number; y: number }> {
   const g = new dagre.graphlib.Graph();
@@ -36,10 +37,11 @@ function layout(graph: Graph): Record<string, { x: number; y: number }> {
 export function Dag(props: {
   graph: Graph;
   states?: Record<string, NodeState>;
+  waits?: Record<string, string>;
   selected?: string | null;
   onSelect?: (nodeId: string) => void;
 }) {
-  const { graph, states, selected, onSelect } = props;
+  const { graph, states, waits, selected, onSelect } = props;
   const positions = useMemo(() => layout(graph), [graph]);
   const nodes: Node[] = graph.nodes.map((node) => {
     const state = states?.[node.id];
@@ -51,6 +53,11 @@ export function Dag(props: {
           <div className="dag-label" data-node={node.id} data-state={state ?? ''}>
             <strong>{node.id}</strong>
             <span>{state === undefined ? node.type : `${node.type} · ${state.replace('_', ' ')}`}</span>
+            {waits?.[node.id] !== undefined ? (
+              <em className="dag-wait" data-testid="dag-wait" title={waits[node.id]}>
+                {waits[node.id]}
+              </em>
+            ) : null}
           </div>
         ),
       },

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, can, enc, get, newKey, type Me } from '../lib/api';
-import { executionStatus, isFinished, nodeStates } from '../lib/event-log';
+import { executionStatus, isFinished, nodeOf, nodeStates, nodeWaits, taskSummary } from '../lib/event-log';
 import { useExecutionEvents } from '../lib/live';
 import { Link } from '../lib/router';
 import { useLoad } from '../lib/use-load';
@@ -74,6 +74,7 @@ export function Execution(props: { me: Me; executionId: string }) {
 
   const nodeIds = useMemo(() => (graph.state === 'ready' ? graph.value.graph.nodes.map((n) => n.id) : []), [graph]);
   const states = useMemo(() => nodeStates(nodeIds, live.events), [nodeIds, live.events]);
+  const waits = useMemo(() => nodeWaits(live.events), [live.events]);
 
   if (detail.state === 'loading' && count === 0) return <Loading what="the execution" />;
   if (detail.state === 'error') return <ErrorState error={detail.error} retry={reload} />;
@@ -116,7 +117,7 @@ export function Execution(props: { me: Me; executionId: string }) {
       </p>
       {operator ? <Actions detail={d} status={status} onDone={reload} /> : null}
       {graph.state === 'ready' ? (
-        <Dag graph={graph.value.graph} states={states} selected={selected} onSelect={setSelected} />
+        <Dag graph={graph.value.graph} states={states} waits={waits} selected={selected} onSelect={setSelected} />
       ) : graph.state === 'error' ? (
         <ErrorState error={graph.error} />
       ) : (
@@ -197,7 +198,10 @@ export function Execution(props: { me: Me; executionId: string }) {
           <li key={e.position} data-position={e.position} data-type={e.type}>
             <span className="when">{time(e.recordedAt)}</span>
             <span className="what">{e.type}</span>
-            <span className="which muted">{typeof e.data['nodeId'] === 'string' ? e.data['nodeId'] : ''}</span>
+            <span className="which muted">
+              {nodeOf(e) ?? ''}
+              {taskSummary(e) !== '' ? ` · ${taskSummary(e)}` : ''}
+            </span>
           </li>
         ))}
       </ol>
