@@ -21,7 +21,7 @@ const TASK_WORKER_CONCURRENCY = Number(process.env.BENCH_TASK_WORKER_CONCURRENCY
 const TOKEN = 'bench-token';
 const TASK_TOKEN = 'bench-task-worker-token';
 const QUEUE = 'bench';
-const AIM = 1.5;
+const AIM = 2;
 const TIMELINE_EXECUTIONS = Number(process.env.BENCH_TIMELINE_EXECUTIONS ?? 20);
 
 const EDGES = [
@@ -111,9 +111,11 @@ async function main() {
   async function taskTimeline(count: number, run: () => Promise<number>) {
     const gaps = new Map<string, number[]>();
     let total = 0;
+    let attempts = 0;
     for (let i = 0; i < count; i++) {
       total += await run();
       const events = await store.readStream(`execution-${startedIds.at(-1)}`);
+      attempts += events.filter((e) => e.type === 'AttemptScheduled').length;
       for (let j = 1; j < events.length; j++) {
         const key = `${events[j - 1].type} → ${events[j].type}`;
         const list = gaps.get(key) ?? [];
@@ -129,7 +131,12 @@ async function main() {
       }))
       .map((s) => ({ ...s, msPerExecution: round(s.meanMs * s.perExecution, 1) }))
       .sort((a, b) => b.msPerExecution - a.msPerExecution);
-    return { executions: count, meanLatencyMs: round(total / count, 1), steps: steps.filter((s) => s.msPerExecution >= 0.5) };
+    return {
+      executions: count,
+      meanLatencyMs: round(total / count, 1),
+      attemptsPerExecution: round(attempts / count, 2),
+      steps: steps.filter((s) => s.msPerExecution >= 0.5),
+    };
   }
 
   const once = (variant: Variant) => async (): Promise<number> => {

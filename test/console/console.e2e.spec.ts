@@ -36,6 +36,7 @@ const ENTRIES: TokenEntry[] = [
   { token: VIEWER, subject: 'victor', workspaces: { 'ws-a': 'viewer' }, global: [] },
   { token: TOKENS.adminA, subject: 'alice', workspaces: { 'ws-a': 'admin' }, global: [] },
   { token: TOKENS.worker, subject: 'worker', workspaces: {}, global: ['worker'] },
+  { token: TOKENS.taskWorkerA, subject: 'shipping-service', workspaces: { 'ws-a': 'task-worker' }, global: [] },
 ];
 
 const slowDemo = {
@@ -54,6 +55,8 @@ const approval = {
     { from: 'sign-off', to: 'pay' },
   ],
 };
+
+const shipping = { nodes: [{ id: 'ship', type: 'task', config: { queue: 'shipping' } }], edges: [] };
 
 let t: TestApp;
 let api: ApiClient;
@@ -107,6 +110,7 @@ beforeAll(async () => {
     ['demo', slowDemo],
     ['hold', longDelay],
     ['approve-payment', approval],
+    ['ship', shipping],
   ] as const) {
     const res = await api.put(`/v1/workspaces/ws-a/workflows/${name}`, { token: TOKENS.adminA, body: graph });
     expect(res.status).toBe(201);
@@ -165,6 +169,32 @@ describe('the web console in a browser', () => {
     await page.locator('h2 .badge.status-cancelled').waitFor({ timeout: 20_000 });
     expect((await api.get(`/v1/executions/${executionId}`, { token: TOKENS.adminA })).body.status).toBe('cancelled');
     await page.getByRole('button', { name: 'Redrive' }).waitFor();
+  });
+
+  it('draws a task node waiting, with its queue and claim, and lists its task’s events', async () => {
+    const executionId = await startWith('ship');
+    await page.goto(`${t.url}/console/executions/${executionId}`);
+    await eventually(async () => (await nodeState(page, 'ship')) === 'waiting', 'the task node to wait');
+    await page.locator('h2 .badge.status-waiting').waitFor({ timeout: 20_000 });
+    const wait = page.getByTestId('dag-wait');
+    await eventually(async () => (await wait.textContent()) === 'task on queue shipping', 'what it waits for');
+    const polled = await api.post('/v1/workspaces/ws-a/task-queues/shipping/poll', {
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'poller-1', waitMs: 5_000 },
+    });
+    expect(polled.status).toBe(200);
+    await eventually(async () => (await wait.textContent()) === 'task on queue shipping · claimed by poller-1', 'the claim to show');
+    await shot(page, 'task-waiting');
+    const done = await api.post(`/v1/tasks/${polled.body.taskId}/complete`, {
+      token: TOKENS.taskWorkerA,
+      body: { workerId: 'poller-1', fencingToken: polled.body.fencingToken, outcome: 'succeeded', output: { parcel: 1 } },
+    });
+    expect(done.status).toBe(200);
+    await eventually(async () => (await nodeState(page, 'ship')) === 'succeeded', 'the task node to succeed');
+    await page.locator('h2 .badge.status-succeeded').waitFor({ timeout: 20_000 });
+    await expect(page.locator('[data-testid="timeline"] li[data-type="TaskClaimed"]').textContent()).resolves.toContain(
+      'ship · claimed by poller-1',
+    );
   });
 
   it('approves with the digest of the exact action shown', async () => {

@@ -5,7 +5,10 @@ import {
   eventSummary,
   executionStatus,
   mapProgress,
+  nodeOf,
   nodeStates,
+  nodeWaits,
+  taskSummary,
   type TimelineEvent,
 } from '../../console/src/lib/event-log.js';
 import { EXECUTION_EVENT_TYPES as SERVER_TYPES } from '../../src/executions/domain/execution.events.js';
@@ -52,11 +55,47 @@ describe('the console’s event log', () => {
     expect(nodeStates(ids, events).b).toBe('succeeded');
   });
 
+  it('shows a task node waiting while its task lives, through resume attempts, and what it waits for', () => {
+    const ids = ['a', 'b'];
+    const task = (n: number) => `0b8f4e0a-1c2d-4e5f-8a9b-000000000001.a.${n}`;
+    const events = [
+      event('AttemptScheduled', { reason: 'start' }),
+      event('TaskScheduled', { taskId: task(1), nodeId: 'a', queue: 'billing', taskAttempt: 1 }),
+      event('NodeAwaitingApproval', { nodeId: 'b' }),
+    ];
+    expect(nodeStates(ids, events)).toEqual({ a: 'waiting', b: 'awaiting_approval' });
+    expect(nodeWaits(events)).toEqual({ a: 'task on queue billing', b: 'a person’s approval' });
+    events.push(event('ApprovalGranted', { nodeId: 'b' }), event('AttemptScheduled', { reason: 'resume' }));
+    events.push(event('TaskClaimed', { taskId: task(1), workerId: 'poller-7' }));
+    expect(nodeStates(ids, events)).toEqual({ a: 'waiting', b: 'succeeded' });
+    expect(nodeWaits(events)).toEqual({ a: 'task on queue billing · claimed by poller-7' });
+    events.push(event('TaskFailed', { taskId: task(1), error: { code: 'busy' } }));
+    events.push(event('TaskScheduled', { taskId: task(2), nodeId: 'a', queue: 'billing', taskAttempt: 2 }));
+    expect(nodeWaits(events)).toEqual({ a: 'task on queue billing · try 2' });
+    events.push(event('TaskCancelled', { taskId: task(2) }));
+    expect(nodeStates(ids, events).a).toBe('cancelled');
+    expect(nodeWaits(events)).toEqual({});
+  });
+
+  it('names the node of a task’s event from its task id, and sums the event up for the list', () => {
+    const claimed = event('TaskClaimed', { taskId: '0b8f4e0a-1c2d-4e5f-8a9b-000000000001.charge.2', workerId: 'poller-7' });
+    expect(nodeOf(claimed)).toBe('charge');
+    expect(taskSummary(claimed)).toBe('claimed by poller-7');
+    expect(taskSummary(event('TaskScheduled', { queue: 'billing', taskAttempt: 2 }))).toBe('queue billing · try 2');
+    expect(taskSummary(event('TaskLeaseExtended', { progress: { done: 0.5 } }))).toBe('heartbeat · progress {"done":0.5}');
+    expect(taskSummary(event('TaskFailed', { error: { code: 'busy' } }))).toBe('error busy');
+    expect(taskSummary(event('TaskTimedOut', { reason: 'lease_expired' }))).toBe('lease_expired');
+    expect(taskSummary(event('NodeStarted', { nodeId: 'a' }))).toBe('');
+  });
+
   it('tells the execution’s status from its events', () => {
     expect(executionStatus([])).toBeNull();
     expect(executionStatus([event('ExecutionStarted'), event('AttemptScheduled')])).toBe('queued');
     expect(executionStatus([event('AttemptClaimed')])).toBe('running');
     expect(executionStatus([event('AttemptClaimed'), event('AttemptSuspended')])).toBe('awaiting_approval');
+    expect(executionStatus([event('AttemptClaimed'), event('AttemptSuspended', { waits: [{ nodeId: 'a', kind: 'task' }] })])).toBe(
+      'waiting',
+    );
     expect(executionStatus([event('AttemptClaimed'), event('ExecutionCancelled')])).toBe('cancelled');
   });
 });

@@ -10,6 +10,7 @@ import {
   type EventStoreFixture,
 } from './event-store-contract.support.js';
 import { subscriptionContract } from './event-store-subscription.contract.js';
+import { taskWorkflowAppendsContract } from './task-workflow-appends.contract.js';
 
 export type { EventStoreCapabilities, EventStoreFixture } from './event-store-contract.support.js';
 
@@ -307,5 +308,6 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
     });
 
     subscriptionContract(context);
+    taskWorkflowAppendsContract(context);
   });
 }

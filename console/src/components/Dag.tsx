@@ -1,5 +1,6 @@
 // A workflow graph drawn with React Flow, laid out left to right by dagre. Nodes are coloured
-// by state when states are given (the live execution page), and can be selected.
+// by state when states are given (the live execution page), and can be selected. A waiting node
+// says what it waits for (`waits`: a task's queue and claim, an approval).
 import dagre from '@dagrejs/dagre';
 import { Background, Controls, Position, ReactFlow, type Edge, type Node } from '@xyflow/react';
 import { useMemo } from 'react';
@@ -23,7 +24,7 @@ export interface Graph {
 }
 
 const WIDTH = 160;
-const HEIGHT = 54;
+const HEIGHT = 64;
 
 function layout(graph: Graph): Record<string, { x: number; y: number }> {
   const g = new dagre.graphlib.Graph();
@@ -46,10 +47,12 @@ export function Dag(props: {
   states?: Record<string, NodeState>;
   /** Extra words per node (a map's items done), after its state. */
   notes?: Record<string, string>;
+  /** What a waiting node waits for (a task's queue and claim, an approval). */
+  waits?: Record<string, string>;
   selected?: string | null;
   onSelect?: (nodeId: string) => void;
 }) {
-  const { graph, states, notes, selected, onSelect } = props;
+  const { graph, states, notes, waits, selected, onSelect } = props;
   const positions = useMemo(() => layout(graph), [graph]);
   const nodes: Node[] = graph.nodes.map((node) => {
     const state = states?.[node.id];
@@ -66,6 +69,11 @@ export function Dag(props: {
               {state === undefined ? kind : `${kind} · ${state.replace('_', ' ')}`}
               {note === undefined ? '' : ` · ${note}`}
             </span>
+            {waits?.[node.id] !== undefined ? (
+              <em className="dag-wait" data-testid="dag-wait" title={waits[node.id]}>
+                {waits[node.id]}
+              </em>
+            ) : null}
           </div>
         ),
       },

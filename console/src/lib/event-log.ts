@@ -48,7 +48,8 @@ export interface TimelineEvent {
   data: Record<string, unknown>;
 }
 
-export type NodeState = 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'awaiting_approval';
+/** `waiting`: a task node whose task is scheduled or claimed; `cancelled`: its task was cancelled with the execution. */
+export type NodeState = 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'awaiting_approval' | 'waiting' | 'cancelled';
 
 /**
  * Appends the events not seen yet, in the order they came, and answers the same array when there
@@ -83,6 +84,14 @@ export class EventLog {
 
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
+/** The node of an event: its `nodeId`, or for a task's event the node named in its task id (`<executionId>.<nodeId>.<n>`). */
+export function nodeOf(event: TimelineEvent): string | null {
+  const nodeId = str(event.data['nodeId']);
+  if (nodeId !== null) return nodeId;
+  const taskId = str(event.data['taskId']);
+  return taskId === null ? null : (taskId.split('.')[1] ?? null);
+}
+
 /**
  * The state of each node after these events, for the nodes of the graph. A new attempt (a retry,
  * a redrive, a resume after an approval) runs again every node that had not succeeded: those go
@@ -91,10 +100,17 @@ const str = (value: unknown): string | null => (typeof value === 'string' ? valu
 export function nodeStates(nodeIds: readonly string[], events: readonly TimelineEvent[]): Record<string, NodeState> {
   const states: Record<string, NodeState> = Object.fromEntries(nodeIds.map((id) => [id, 'pending']));
   for (const event of events) {
-    const nodeId = str(event.data['nodeId']);
+    const nodeId = nodeOf(event);
     switch (event.type) {
       case 'AttemptScheduled':
-        for (const id of Object.keys(states)) if (states[id] !== 'succeeded') states[id] = 'pending';
+        // A task that is still live keeps its node waiting whatever attempt runs.
+        for (const id of Object.keys(states)) if (states[id] !== 'succeeded' && states[id] !== 'waiting') states[id] = 'pending';
+        break;
+      case 'TaskScheduled':
+        if (nodeId !== null) states[nodeId] = 'waiting';
+        break;
+      case 'TaskCancelled':
+        if (nodeId !== null && states[nodeId] === 'waiting') states[nodeId] = 'cancelled';
         break;
       case 'NodeStarted':
         if (nodeId !== null) states[nodeId] = 'running';
@@ -140,7 +156,7 @@ export function eventSummary(event: TimelineEvent): string {
       return typeof output.case === 'number' ? `took case ${output.case} → ${output.to.join(', ')}` : '';
     }
     default:
-      return '';
+      return taskSummary(event);
   }
 }
 
@@ -173,9 +189,70 @@ export function executionStatus(events: readonly TimelineEvent[]): string | null
     else if (event.type === 'ExecutionStarted' || event.type === 'AttemptScheduled' || event.type === 'ExecutionAwaitingSlot')
       status = 'queued';
     else if (event.type === 'AttemptClaimed') status = 'running';
-    else if (event.type === 'AttemptSuspended') status = 'awaiting_approval';
+    else if (event.type === 'AttemptSuspended') status = waitsForTasksOnly(event) ? 'waiting' : 'awaiting_approval';
   }
   return status;
+}
+
+function waitsForTasksOnly(event: TimelineEvent): boolean {
+  const waits = event.data['waits'];
+  return Array.isArray(waits) && waits.length > 0 && waits.every((w) => (w as { kind?: unknown }).kind === 'task');
+}
+
+/**
+ * What each waiting node waits for, as its events tell it: a task (its queue, its try, who
+ * claimed it) or a person's approval. Nodes that wait for nothing have no entry.
+ */
+export function nodeWaits(events: readonly TimelineEvent[]): Record<string, string> {
+  const waits: Record<string, string> = {};
+  const queues: Record<string, string> = {};
+  for (const event of events) {
+    const nodeId = nodeOf(event);
+    if (nodeId === null) continue;
+    switch (event.type) {
+      case 'TaskScheduled': {
+        queues[nodeId] = str(event.data['queue']) ?? '';
+        const attempt = event.data['taskAttempt'];
+        waits[nodeId] = `task on queue ${queues[nodeId]}${typeof attempt === 'number' && attempt > 1 ? ` · try ${attempt}` : ''}`;
+        break;
+      }
+      case 'TaskClaimed':
+        waits[nodeId] = `task on queue ${queues[nodeId] ?? '?'} · claimed by ${str(event.data['workerId']) ?? '?'}`;
+        break;
+      case 'NodeAwaitingApproval':
+        waits[nodeId] = 'a person’s approval';
+        break;
+      case 'NodeSucceeded':
+      case 'NodeFailed':
+      case 'NodeSkipped':
+      case 'ApprovalGranted':
+      case 'ApprovalRejected':
+      case 'TaskCancelled':
+        delete waits[nodeId];
+        break;
+    }
+  }
+  return waits;
+}
+
+/** A short line about a task's event for the event list (empty for other events). */
+export function taskSummary(event: TimelineEvent): string {
+  const d = event.data;
+  const code = (d['error'] as { code?: unknown } | undefined)?.code;
+  switch (event.type) {
+    case 'TaskScheduled':
+      return `queue ${str(d['queue']) ?? '?'} · try ${String(d['taskAttempt'] ?? 1)}`;
+    case 'TaskClaimed':
+      return `claimed by ${str(d['workerId']) ?? '?'}`;
+    case 'TaskLeaseExtended':
+      return d['progress'] === undefined ? 'heartbeat' : `heartbeat · progress ${JSON.stringify(d['progress'])}`;
+    case 'TaskFailed':
+      return `error ${typeof code === 'string' ? code : '?'}`;
+    case 'TaskTimedOut':
+      return str(d['reason']) ?? '';
+    default:
+      return '';
+  }
 }
 
 export const isFinished = (status: string | null): boolean =>

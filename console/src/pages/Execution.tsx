@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, can, enc, get, newKey, type Me } from '../lib/api';
-import { eventSummary, executionStatus, isFinished, mapProgress, nodeStates } from '../lib/event-log';
+import { eventSummary, executionStatus, isFinished, mapProgress, nodeOf, nodeStates, nodeWaits } from '../lib/event-log';
 import { useExecutionEvents } from '../lib/live';
 import { Link } from '../lib/router';
 import { useLoad } from '../lib/use-load';
@@ -78,6 +78,7 @@ export function Execution(props: { me: Me; executionId: string }) {
     const progress = Object.entries(mapProgress(live.events));
     return Object.fromEntries(progress.map(([id, p]) => [id, `${p.succeeded} done${p.failed > 0 ? `, ${p.failed} failed` : ''}`]));
   }, [live.events]);
+  const waits = useMemo(() => nodeWaits(live.events), [live.events]);
 
   if (detail.state === 'loading' && count === 0) return <Loading what="the execution" />;
   if (detail.state === 'error') return <ErrorState error={detail.error} retry={reload} />;
@@ -120,7 +121,7 @@ export function Execution(props: { me: Me; executionId: string }) {
       </p>
       {operator ? <Actions detail={d} status={status} onDone={reload} /> : null}
       {graph.state === 'ready' ? (
-        <Dag graph={graph.value.graph} states={states} notes={notes} selected={selected} onSelect={setSelected} />
+        <Dag graph={graph.value.graph} states={states} notes={notes} waits={waits} selected={selected} onSelect={setSelected} />
       ) : graph.state === 'error' ? (
         <ErrorState error={graph.error} />
       ) : (
@@ -202,7 +203,8 @@ export function Execution(props: { me: Me; executionId: string }) {
             <span className="when">{time(e.recordedAt)}</span>
             <span className="what">{e.type}</span>
             <span className="which muted">
-              {typeof e.data['nodeId'] === 'string' ? e.data['nodeId'] : ''} {eventSummary(e)}
+              {nodeOf(e) ?? ''}
+              {eventSummary(e) !== '' ? ` · ${eventSummary(e)}` : ''}
             </span>
           </li>
         ))}

@@ -347,7 +347,11 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         startedAt: continues ? previous.startedAt : d.scheduledAt,
         endedAt: null,
       };
-      return { ...s, updatedAt: d.scheduledAt, tasks: { ...s.tasks, [d.taskId]: task }, nodes: { ...s.nodes, [d.nodeId]: node } };
+      // A task the control plane scheduled while the execution is suspended is one more wait of it.
+      const suspended = s.status === 'waiting' || s.status === 'awaiting_approval';
+      const waits =
+        suspended && !s.waits.some((w) => w.nodeId === d.nodeId) ? [...s.waits, { nodeId: d.nodeId, kind: 'task' as const }] : s.waits;
+      return { ...s, updatedAt: d.scheduledAt, waits, tasks: { ...s.tasks, [d.taskId]: task }, nodes: { ...s.nodes, [d.nodeId]: node } };
     }
     case 'TaskClaimed': {
       const d = event.data;

@@ -405,16 +405,22 @@ describe('task nodes', () => {
         executionStarted({ workflow: twoTasks }),
         attemptScheduled({ at: 0 }),
         attemptClaimed({ at: 1_000 }),
+        { type: 'NodeSucceeded', data: { attemptId: ATTEMPT_1, nodeId: 'extract', output: null, at: iso(1_500) } },
         taskScheduled({ at: 2_000 }),
         {
           ...taskScheduled({ at: 2_000, taskId: refundTask }),
           data: { ...taskScheduled({ at: 2_000, taskId: refundTask }).data, nodeId: 'refund' },
         } as ExecutionEvent,
         {
+          type: 'NodeAwaitingApproval',
+          data: { attemptId: ATTEMPT_1, nodeId: 'sign-off', action: null, actionDigest: actionDigestOf(null), at: iso(3_000) },
+        },
+        {
           type: 'AttemptSuspended',
           data: {
             attemptId: ATTEMPT_1,
             waits: [
+              { nodeId: 'sign-off', kind: 'approval' },
               { nodeId: 'charge', kind: 'task' },
               { nodeId: 'refund', kind: 'task' },
             ],

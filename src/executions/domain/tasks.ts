@@ -9,15 +9,17 @@ import type {
   TimeOutTask,
 } from './execution.commands.js';
 import type { ExecutionError, ExecutionEvent, RetryPolicy, Wait } from './execution.events.js';
-import { type StartedExecution, type TaskRecord, currentAttempt, isFinal, nextAttemptNumber } from './execution.state.js';
+import { type StartedExecution, type TaskRecord, currentAttempt, evolve, isFinal, nextAttemptNumber } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
+import { currentTryAttemptIds, nextStep } from './task-successors.js';
 
 /**
  * Task nodes: a step that runs in the user's own code, which polls for it over HTTP. A waiting
  * step is a fact on the execution stream, not a process holding a lease: the worker running the
  * graph asks for the task (`node_waiting`) and its attempt suspends once nothing else can run;
  * the task's claim, heartbeats and end are commands on the same stream, and the end records the
- * node's result and schedules a resume attempt (docs/architecture.md, "Waiting steps").
+ * node's result and decides what follows (task-successors.ts): the next tasks, the execution's
+ * end, or a resume attempt (docs/architecture.md, "Waiting steps").
  */
 
 const iso = (d: Date) => d.toISOString();
@@ -76,19 +78,6 @@ function tasksOfNode(s: StartedExecution, nodeId: string): number {
 }
 
 /**
- * The attempts of the current try: the last one scheduled for a start, retry or redrive, and the
- * resumes after it. A node's result recorded in one of them holds for the whole try.
- */
-export function currentTryAttemptIds(s: StartedExecution): Set<string> {
-  const ids = new Set<string>();
-  for (let i = s.attempts.length - 1; i >= 0; i--) {
-    ids.add(s.attempts[i].attemptId);
-    if (s.attempts[i].reason !== 'resume') break;
-  }
-  return ids;
-}
-
-/**
  * Nodes whose wait ended in failure during the current try (their task failed past its retries):
  * a resume attempt counts them as failed, not to be run again (the try then fails, and the
  * workflow's retry policy decides, as for any failed node).
@@ -132,27 +121,31 @@ export function scheduleTask(
   const { data, metadata } = command;
   if (liveTaskOf(s, data.nodeId) !== undefined || settledInTry(s, data.nodeId)) return [];
   requireLiveClaim(s);
-  const config = taskNode(s, data.nodeId);
+  taskNode(s, data.nodeId);
   // The attempt learns of a cancel from its next heartbeat; no task is handed out meanwhile.
   if (s.cancelRequest) return [];
-  const at = iso(metadata.now);
-  return [
-    {
-      type: 'TaskScheduled',
-      data: {
-        taskId: taskIdOf(s.executionId, data.nodeId, tasksOfNode(s, data.nodeId) + 1),
-        nodeId: data.nodeId,
-        attemptId: data.attemptId,
-        queue: config.queue,
-        input: data.wait?.input ?? null,
-        taskAttempt: 1,
-        timeoutMs: config.timeoutMs,
-        heartbeatTimeoutMs: config.heartbeatTimeoutMs,
-        notBefore: at,
-        scheduledAt: at,
-      },
+  return [firstTask(s, data.nodeId, data.attemptId, data.wait?.input ?? null, metadata.now)];
+}
+
+/** The first task of a task node's run, due at once. */
+function firstTask(s: StartedExecution, nodeId: string, attemptId: string, input: unknown, now: Date): ExecutionEvent {
+  const config = taskNode(s, nodeId);
+  const at = iso(now);
+  return {
+    type: 'TaskScheduled',
+    data: {
+      taskId: taskIdOf(s.executionId, nodeId, tasksOfNode(s, nodeId) + 1),
+      nodeId,
+      attemptId,
+      queue: config.queue,
+      input,
+      taskAttempt: 1,
+      timeoutMs: config.timeoutMs,
+      heartbeatTimeoutMs: config.heartbeatTimeoutMs,
+      notBefore: at,
+      scheduledAt: at,
     },
-  ];
+  };
 }
 
 function taskOf(s: StartedExecution, taskId: string): TaskRecord {
@@ -249,11 +242,11 @@ export function completeTask(s: StartedExecution, command: CompleteTask): Execut
   const at = iso(now);
   if (data.outcome === 'succeeded') {
     const output = data.output ?? null;
-    return [
+    const ended: ExecutionEvent[] = [
       { type: 'TaskSucceeded', data: { taskId: task.taskId, output, at } },
       { type: 'NodeSucceeded', data: { attemptId: tryAttemptId(s, task), nodeId: task.nodeId, output, at } },
-      ...(goesOn(s, task.nodeId) ? resumeIfSuspended(s, data.nextAttemptId, now) : []),
     ];
+    return [...ended, ...afterSuccessWhileSuspended(s, ended, data.nextAttemptId, now)];
   }
   const error: ExecutionError = data.error ?? { code: 'task_failed', message: 'task failed' };
   return [{ type: 'TaskFailed', data: { taskId: task.taskId, error, at } }, ...afterTaskEnded(s, task, error, data, now)];
@@ -320,22 +313,39 @@ function afterTaskEnded(
 }
 
 /**
- * Whether a node's success lets the suspended graph go on: the attempt waited for nothing else,
- * or a successor of the node has every predecessor final now. Otherwise a resume would only
- * suspend again at the same waits; the end of the last of them resumes. (A failure always
- * resumes: the try then fails without waiting for the others.)
+ * A task succeeded. While an attempt runs or is queued, it takes the result on (a queued one reads
+ * it when claimed; a running one suspends and `suspendAttempt` decides then). While the execution
+ * is suspended, the control plane decides what follows itself (task-successors.ts).
  */
-function goesOn(s: StartedExecution, nodeId: string): boolean {
-  const others = s.waits.filter((w) => w.nodeId !== nodeId && !(w.kind === 'task' && settledInTry(s, w.nodeId)));
-  if (others.length === 0) return true;
-  const tryAttempts = currentTryAttemptIds(s);
-  const final = (id: string) => {
-    const node = s.nodes[id];
-    if (id === nodeId || node?.status === 'succeeded') return true;
-    return (node?.status === 'failed' || node?.status === 'skipped') && tryAttempts.has(node.attemptId);
-  };
-  const { edges } = s.workflow.graph;
-  return edges.some((edge) => edge.from === nodeId && edges.filter((e) => e.to === edge.to).every((e) => final(e.from)));
+function afterSuccessWhileSuspended(s: StartedExecution, ended: ExecutionEvent[], attemptId: string, now: Date): ExecutionEvent[] {
+  if (isFinal(s) || s.cancelRequest || currentAttempt(s)?.status !== 'suspended') return [];
+  return stepsAfter(foldInto(s, ended), attemptId, now);
+}
+
+/** The state once the events about to be appended are recorded. */
+function foldInto(s: StartedExecution, events: ExecutionEvent[]): StartedExecution {
+  return events.reduce<StartedExecution>((state, event) => evolve(state, event) as StartedExecution, s);
+}
+
+/**
+ * What follows a wait's end, in the same append: nothing (other waits are open), the tasks of the
+ * task nodes that became runnable (their try is the suspended attempt's), the execution's end, or
+ * a resume attempt (`attemptId`) that runs the graph on.
+ */
+function stepsAfter(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
+  const step = nextStep(s);
+  switch (step.kind) {
+    case 'wait':
+      return [];
+    case 'tasks': {
+      const tryAttempt = currentAttempt(s)!.attemptId;
+      return step.tasks.map((t) => firstTask(s, t.nodeId, tryAttempt, t.input, now));
+    }
+    case 'complete':
+      return [{ type: 'ExecutionSucceeded', data: { output: step.output, at: iso(now) } }];
+    case 'resume':
+      return [resumeAttempt(s, attemptId, now)];
+  }
 }
 
 /**
@@ -369,7 +379,7 @@ function resumeAttempt(s: StartedExecution, attemptId: string, now: Date): Execu
  * The attempt stopped because every runnable node waits: at most one approval (its exact action
  * recorded for the decision, its digest computed here) and any number of task nodes, whose tasks
  * it asked for while it ran. A task that ended while the attempt ran has its result recorded:
- * then the attempt is resumed at once.
+ * then what follows is decided at once, as for a task ending later (`stepsAfter`).
  */
 export function suspendAttempt(
   s: StartedExecution,
@@ -402,13 +412,14 @@ export function suspendAttempt(
     ...taskNodes.map((nodeId) => ({ nodeId, kind: 'task' as const })),
   ];
   const settled = taskNodes.some((nodeId) => settledInTry(s, nodeId));
-  const suspended: ExecutionEvent = { type: 'AttemptSuspended', data: { attemptId: data.attemptId, waits, at } };
-  // Resuming once the suspension is recorded: nextAttemptNumber counts the suspended attempt already.
-  return [
+  const suspension: ExecutionEvent[] = [
     ...(approval ? [awaitApproval(approval)] : []),
-    suspended,
-    ...(settled ? [resumeAttempt(s, data.nextAttemptId, metadata.now)] : []),
+    { type: 'AttemptSuspended', data: { attemptId: data.attemptId, waits, at } },
   ];
+  if (!settled) return suspension;
+  // Deciding once the suspension is folded in: a resume's number counts the suspended attempt already.
+  const suspended = foldInto(s, suspension);
+  return [...suspension, ...stepsAfter(suspended, data.nextAttemptId, metadata.now)];
 }
 
 const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
@@ -419,10 +430,12 @@ const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTime
  * the heartbeat of a claimed one answers `cancelRequested`.
  */
 export function withTasksCancelled(s: StartedExecution, events: ExecutionEvent[], now: Date): ExecutionEvent[] {
-  const live = liveTasks(s);
-  if (live.length === 0) return events;
+  if (liveTasks(s).length === 0) return events;
   const index = events.findIndex((e) => e.type === 'CancelRequested' || ENDINGS.has(e.type));
   if (index === -1) return events;
+  // Live as the append leaves them: a task whose end this very append records (and ends the execution with) is over.
+  const live = liveTasks(foldInto(s, events.slice(0, index)));
+  if (live.length === 0) return events;
   const at = iso(now);
   const cancelled: ExecutionEvent[] = live.map((t) => ({ type: 'TaskCancelled', data: { taskId: t.taskId, at } }));
   const position = events[index].type === 'CancelRequested' ? index + 1 : index;

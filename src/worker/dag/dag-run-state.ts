@@ -2,7 +2,7 @@ import { indexGraph, topologicalOrder, type GraphIndex } from '../../workflows/d
 import type { WorkflowGraph, WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import type { ExecutionError } from '../../executions/domain/execution.events.js';
 import type { NodeInput, NodeRecord } from './dag.types.js';
-import { decideTrigger, type FinalOutcome, type TriggerDecision } from './trigger-rules.js';
+import { decideTrigger, type FinalOutcome, type TriggerDecision } from '../../workflows/domain/trigger-rules.js';
 
 type FinalRecord = Extract<NodeRecord, { status: FinalOutcome }>;
 

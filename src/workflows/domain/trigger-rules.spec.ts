@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { JoinTrigger } from '../../workflows/domain/workflow-graph.schema.js';
+import type { JoinTrigger } from './workflow-graph.schema.js';
 import { decideTrigger, type FinalOutcome } from './trigger-rules.js';
 
 const preds = (...outcomes: FinalOutcome[]) => outcomes.map((outcome, i) => ({ id: `P${i}`, outcome }));

@@ -1,4 +1,4 @@
-import type { JoinTrigger } from '../../workflows/domain/workflow-graph.schema.js';
+import type { JoinTrigger } from './workflow-graph.schema.js';
 
 /** The final state a predecessor reached; only these three unblock a successor. */
 export type FinalOutcome = 'succeeded' | 'failed' | 'skipped';
@@ -6,6 +6,9 @@ export type FinalOutcome = 'succeeded' | 'failed' | 'skipped';
 export type TriggerDecision = { readonly run: true } | { readonly run: false; readonly reason: string };
 
 /**
+ * One rule for both sides that decide what runs next: the worker's DAG runner, and the control
+ * plane when a task's end makes successors runnable (src/executions/domain/task-successors.ts).
+ *
  * Whether a node runs once EVERY predecessor is final (the caller guarantees that: a node whose
  * predecessor has not produced yet is not asked). A node without predecessors always runs.
  * - `all_success`: every predecessor succeeded;

@@ -1,0 +1,325 @@
+import { describe, expect, it } from '@jest/globals';
+import { workerActor } from '../../core/actors.js';
+import { fold } from '../../core/decider.js';
+import { StaleAttemptError } from '../../core/errors.js';
+import type { CompleteTask, ExecutionCommand } from './execution.commands.js';
+import type { ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
+import { executionDecider } from './execution.decider.js';
+import { taskIdOf } from './tasks.js';
+import {
+  ATTEMPT_1,
+  ATTEMPT_2,
+  EXECUTION_ID,
+  OPERATOR,
+  aWorkflow,
+  attemptClaimed,
+  attemptScheduled,
+  completeAttempt,
+  executionStarted,
+  given,
+  iso,
+  requestCancel,
+  time,
+} from '../../../test/support/executions/execution-fixtures.js';
+
+/**
+ * The control plane decides what follows a task's end while the execution is suspended
+ * (task-successors.ts): the next tasks, the execution's end, or a resume attempt.
+ */
+
+const INPUT = { day: '2029-12-31' };
+const POLLER = 'poller-1';
+const RETRY_TWICE = { maxAttempts: 2, initialIntervalMs: 1_000, backoffCoefficient: 2, maxIntervalMs: 60_000, nonRetryable: [] };
+
+type Node = { id: string; type: string; trigger?: string; config?: Record<string, unknown> };
+const task = (id: string, extra: Partial<Node> = {}): Node => ({ id, type: 'task', config: { queue: 'q', ...extra.config }, ...extra });
+
+function graphOf(nodes: Node[], edges: [string, string][]): WorkflowSnapshot {
+  const base = aWorkflow();
+  return {
+    ...base,
+    graph: {
+      ...base.graph,
+      nodes: nodes.map((n) => (n.type === 'task' ? { retry: RETRY_TWICE, ...n } : n)),
+      edges: edges.map(([from, to]) => ({ from, to })),
+    },
+  };
+}
+
+const EDGES: [string, string][] = [
+  ['a', 'b'],
+  ['a', 'c'],
+  ['b', 'd'],
+  ['c', 'd'],
+];
+/** a → b, c → d, all task nodes. */
+const DIAMOND = graphOf(
+  ['a', 'b', 'c', 'd'].map((id) => task(id)),
+  EDGES,
+);
+
+const taskId = (nodeId: string, seq = 1) => taskIdOf(EXECUTION_ID, nodeId, seq);
+
+function scheduled(
+  nodeId: string,
+  at: number,
+  input: unknown,
+  o: { seq?: number; taskAttempt?: number; notBefore?: number } = {},
+): ExecutionEvent {
+  return {
+    type: 'TaskScheduled',
+    data: {
+      taskId: taskId(nodeId, o.seq),
+      nodeId,
+      attemptId: ATTEMPT_1,
+      queue: 'q',
+      input,
+      taskAttempt: o.taskAttempt ?? 1,
+      timeoutMs: null,
+      heartbeatTimeoutMs: 30_000,
+      notBefore: iso(o.notBefore ?? at),
+      scheduledAt: iso(at),
+    },
+  };
+}
+
+const claimTask = (nodeId: string, at: number, seq = 1): ExecutionCommand => ({
+  type: 'ClaimTask',
+  data: { taskId: taskId(nodeId, seq), workerId: POLLER },
+  metadata: { now: time(at), actor: workerActor(POLLER) },
+});
+
+function completeTask(
+  nodeId: string,
+  at: number,
+  o: { output?: unknown; error?: { code: string; message: string }; seq?: number },
+): CompleteTask {
+  return {
+    type: 'CompleteTask',
+    data: {
+      taskId: taskId(nodeId, o.seq),
+      workerId: POLLER,
+      fencingToken: 0, // the recorded claim's, set by `fenced`
+      outcome: o.error === undefined ? 'succeeded' : 'failed',
+      ...(o.output !== undefined ? { output: o.output } : {}),
+      ...(o.error !== undefined ? { error: o.error } : {}),
+      nextAttemptId: ATTEMPT_2,
+      jitter: 0,
+    },
+    metadata: { now: time(at), actor: workerActor(POLLER) },
+  };
+}
+
+/** The completion as the current claim of its task sends it. */
+function fenced(history: ExecutionEvent[], command: CompleteTask): CompleteTask {
+  const state = fold(executionDecider, history);
+  const token = state.status === 'not_started' ? 0 : (state.tasks[command.data.taskId].fencingToken ?? 0);
+  return { ...command, data: { ...command.data, fencingToken: token } };
+}
+
+/** Decides each command on the history so far and appends what it decided, as the command handler does. */
+function play(history: ExecutionEvent[], commands: ExecutionCommand[]): ExecutionEvent[] {
+  const events = [...history];
+  for (const command of commands) {
+    const next = command.type === 'CompleteTask' ? fenced(events, command) : command;
+    events.push(...executionDecider.decide(next, fold(executionDecider, events)));
+  }
+  return events;
+}
+
+const claimedAndDone = (nodeId: string, at: number, output: unknown) => [claimTask(nodeId, at), completeTask(nodeId, at + 100, { output })];
+
+/** The first attempt ran the graph up to `a`, asked for its task and suspended. */
+function suspendedAtA(workflow: WorkflowSnapshot): ExecutionEvent[] {
+  return [
+    executionStarted({ workflow }),
+    attemptScheduled({ at: 0 }),
+    attemptClaimed({ at: 1_000 }),
+    scheduled('a', 2_000, { input: INPUT, nodes: {} }),
+    { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, waits: [{ nodeId: 'a', kind: 'task' }], at: iso(3_000) } },
+  ];
+}
+
+const succeeded = (nodeId: string, at: number, output: unknown): ExecutionEvent[] => [
+  { type: 'TaskSucceeded', data: { taskId: taskId(nodeId), output, at: iso(at) } },
+  { type: 'NodeSucceeded', data: { attemptId: ATTEMPT_1, nodeId, output, at: iso(at) } },
+];
+
+const resumeAt = (at: number): ExecutionEvent => attemptScheduled({ attemptId: ATTEMPT_2, attemptNumber: 2, reason: 'resume', at });
+const attemptsScheduled = (events: ExecutionEvent[]) => events.filter((e) => e.type === 'AttemptScheduled').length;
+
+describe('successors decided by the control plane', () => {
+  describe('a diamond of task nodes (a → b, c → d)', () => {
+    const afterA = play(suspendedAtA(DIAMOND), [claimTask('a', 4_000)]);
+
+    it('schedules the tasks of b and c when a succeeds, with their node input, and no attempt', () => {
+      given(afterA)
+        .when(fenced(afterA, completeTask('a', 5_000, { output: { n: 1 } })))
+        .then([
+          ...succeeded('a', 5_000, { n: 1 }),
+          scheduled('b', 5_000, { input: INPUT, nodes: { a: { n: 1 } } }),
+          scheduled('c', 5_000, { input: INPUT, nodes: { a: { n: 1 } } }),
+        ]);
+    });
+
+    it('waits for the other branch: b alone schedules nothing', () => {
+      const history = play(afterA, [completeTask('a', 5_000, { output: 1 }), claimTask('b', 6_000), claimTask('c', 6_000)]);
+      given(history)
+        .when(fenced(history, completeTask('b', 7_000, { output: 'b' })))
+        .then(succeeded('b', 7_000, 'b'));
+    });
+
+    it('runs to the end with one attempt: d’s task gets both outputs, and d’s end ends the execution with the leaves’ outputs', () => {
+      const history = play(afterA, [completeTask('a', 5_000, { output: 1 }), ...claimedAndDone('b', 6_000, 'b'), claimTask('c', 6_000)]);
+      given(history)
+        .when(fenced(history, completeTask('c', 8_000, { output: 'c' })))
+        .then([...succeeded('c', 8_000, 'c'), scheduled('d', 8_000, { input: INPUT, nodes: { b: 'b', c: 'c' } })]);
+
+      const atD = play(history, [completeTask('c', 8_000, { output: 'c' }), claimTask('d', 9_000)]);
+      given(atD)
+        .when(fenced(atD, completeTask('d', 9_100, { output: { done: true } })))
+        .then([
+          ...succeeded('d', 9_100, { done: true }),
+          { type: 'ExecutionSucceeded', data: { output: { d: { done: true } }, at: iso(9_100) } },
+        ]);
+      const ended = play(atD, [completeTask('d', 9_100, { output: { done: true } })]);
+      expect(attemptsScheduled(ended)).toBe(1);
+      const state = fold(executionDecider, ended);
+      expect(state.status !== 'not_started' && Object.values(state.tasks).map((t) => t.status)).toEqual(Array(4).fill('succeeded'));
+      expect(state).toMatchObject({ status: 'succeeded', output: { d: { done: true } } });
+      expect(state.status !== 'not_started' && Object.values(state.nodes).map((n) => n.status)).toEqual([
+        'succeeded',
+        'succeeded',
+        'succeeded',
+        'succeeded',
+      ]);
+    });
+
+    it('shows the tasks it scheduled as the execution’s waits, so the execution stays waiting', () => {
+      const history = play(afterA, [completeTask('a', 5_000, { output: 1 })]);
+      expect(fold(executionDecider, history)).toMatchObject({
+        status: 'waiting',
+        waits: [
+          { nodeId: 'a', kind: 'task' },
+          { nodeId: 'b', kind: 'task' },
+          { nodeId: 'c', kind: 'task' },
+        ],
+      });
+    });
+
+    it('decides at the suspension when a’s task ended while the attempt still ran', () => {
+      const history: ExecutionEvent[] = [...suspendedAtA(DIAMOND).slice(0, 4)];
+      const done = play(history, [claimTask('a', 2_500), completeTask('a', 2_800, { output: 1 })]);
+      const command = completeAttempt({ at: 3_000, outcome: 'suspended' });
+      given(done)
+        .when({ ...command, data: { ...command.data, tasks: ['a'] } })
+        .then([
+          { type: 'AttemptSuspended', data: { attemptId: ATTEMPT_1, waits: [{ nodeId: 'a', kind: 'task' }], at: iso(3_000) } },
+          scheduled('b', 3_000, { input: INPUT, nodes: { a: 1 } }),
+          scheduled('c', 3_000, { input: INPUT, nodes: { a: 1 } }),
+        ]);
+    });
+  });
+
+  describe('a built-in node, an input expression or an approval needs the worker: one resume attempt', () => {
+    it.each<[string, Node]>([
+      ['a noop node', { id: 'b', type: 'noop' }],
+      ['a task node with an input expression', task('b', { config: { queue: 'q', input: '{ "x": input.day }' } })],
+      ['an approval node', { id: 'b', type: 'approval' }],
+    ])('a → b, b being %s', (_, b) => {
+      const history = play(suspendedAtA(graphOf([task('a'), b], [['a', 'b']])), [claimTask('a', 4_000)]);
+      given(history)
+        .when(fenced(history, completeTask('a', 5_000, { output: 1 })))
+        .then([...succeeded('a', 5_000, 1), resumeAt(5_000)]);
+    });
+
+    it('resumes, and schedules no task, when a task and a built-in node become runnable together', () => {
+      const workflow = graphOf(
+        [task('a'), task('b'), { id: 'c', type: 'noop' }],
+        [
+          ['a', 'b'],
+          ['a', 'c'],
+        ],
+      );
+      const history = play(suspendedAtA(workflow), [claimTask('a', 4_000)]);
+      given(history)
+        .when(fenced(history, completeTask('a', 5_000, { output: 1 })))
+        .then([...succeeded('a', 5_000, 1), resumeAt(5_000)]);
+    });
+  });
+
+  describe('join trigger rules', () => {
+    it.each(['all_success', 'all_done', 'one_success'])('a %s join of two tasks is scheduled once both succeeded', (trigger) => {
+      const workflow = graphOf([task('a'), task('b'), task('c'), task('d', { trigger })], EDGES);
+      const history = play(suspendedAtA(workflow), [
+        ...claimedAndDone('a', 4_000, 1),
+        ...claimedAndDone('b', 6_000, 'b'),
+        claimTask('c', 6_000),
+      ]);
+      given(history)
+        .when(fenced(history, completeTask('c', 8_000, { output: 'c' })))
+        .then([...succeeded('c', 8_000, 'c'), scheduled('d', 8_000, { input: INPUT, nodes: { b: 'b', c: 'c' } })]);
+    });
+
+    it('leaves an all_done join behind a failed task to a resume attempt: the worker decides the try', () => {
+      const workflow = graphOf([task('a'), task('b'), task('c'), task('d', { trigger: 'all_done' })], EDGES);
+      const history = play(suspendedAtA(workflow), [
+        ...claimedAndDone('a', 4_000, 1),
+        ...claimedAndDone('b', 6_000, 'b'),
+        claimTask('c', 6_000),
+        completeTask('c', 7_000, { error: { code: 'boom', message: 'first' } }),
+        claimTask('c', 9_000, 2),
+      ]);
+      const failure = completeTask('c', 9_500, { error: { code: 'boom', message: 'second' }, seq: 2 });
+      const events = executionDecider.decide(fenced(history, failure), fold(executionDecider, history));
+      expect(events.map((e) => e.type)).toEqual(['TaskFailed', 'NodeFailed', 'AttemptScheduled']);
+    });
+  });
+
+  describe('failure with retries', () => {
+    const history = play(suspendedAtA(DIAMOND), [...claimedAndDone('a', 4_000, 1), claimTask('b', 6_000)]);
+
+    it('retries a failed task of a scheduled successor by its node’s policy, without an attempt', () => {
+      given(history)
+        .when(fenced(history, completeTask('b', 7_000, { error: { code: 'busy', message: 'later' } })))
+        .then([
+          { type: 'TaskFailed', data: { taskId: taskId('b'), error: { code: 'busy', message: 'later' }, at: iso(7_000) } },
+          scheduled('b', 7_000, { input: INPUT, nodes: { a: 1 } }, { seq: 2, taskAttempt: 2, notBefore: 7_500 }),
+        ]);
+    });
+
+    it('fails the node past its retries and resumes, so that the try fails as for any node', () => {
+      const retried = play(history, [completeTask('b', 7_000, { error: { code: 'busy', message: 'later' } }), claimTask('b', 8_000, 2)]);
+      const error = { code: 'busy', message: 'again' };
+      given(retried)
+        .when(fenced(retried, completeTask('b', 8_500, { error, seq: 2 })))
+        .then([
+          { type: 'TaskFailed', data: { taskId: taskId('b', 2), error, at: iso(8_500) } },
+          { type: 'NodeFailed', data: { attemptId: ATTEMPT_1, nodeId: 'b', error, at: iso(8_500) } },
+          resumeAt(8_500),
+        ]);
+    });
+  });
+
+  describe('cancel', () => {
+    const history = play(suspendedAtA(DIAMOND), [...claimedAndDone('a', 4_000, 1), claimTask('b', 6_000)]);
+
+    it('cancels the execution and every task the control plane scheduled, in one append', () => {
+      given(history)
+        .when(requestCancel({ at: 7_000, reason: null }))
+        .then([
+          { type: 'CancelRequested', data: { reason: null, requestedBy: OPERATOR, at: iso(7_000) } },
+          { type: 'TaskCancelled', data: { taskId: taskId('b'), at: iso(7_000) } },
+          { type: 'TaskCancelled', data: { taskId: taskId('c'), at: iso(7_000) } },
+          { type: 'ExecutionCancelled', data: { reason: null, at: iso(7_000) } },
+        ]);
+    });
+
+    it('refuses the completion of a task cancelled with it', () => {
+      const cancelled = play(history, [requestCancel({ at: 7_000, reason: null })]);
+      given(cancelled)
+        .when(fenced(cancelled, completeTask('b', 8_000, { output: 'late' })))
+        .thenThrows(StaleAttemptError);
+    });
+  });
+});
