@@ -11,6 +11,7 @@ import type {
 import type { ExecutionError, ExecutionEvent, RetryPolicy, Wait } from './execution.events.js';
 import { type StartedExecution, type TaskRecord, currentAttempt, isFinal, nextAttemptNumber } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
+import { isSubworkflowNode, liveChildOf } from './subworkflow-children.js';
 
 /**
  * Task nodes: a step that runs in the user's own code, which polls for it over HTTP. A waiting
@@ -103,19 +104,22 @@ export function failedInTry(s: StartedExecution): Record<string, ExecutionError>
   return failed;
 }
 
+/** Nodes whose result comes from outside the running attempt: a task's end, a child execution's end. */
+const OUTSIDE_NODE_TYPES = new Set(['task', 'subworkflow']);
+
 function waitsOutside(s: StartedExecution, nodeId: string): boolean {
-  return s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type === 'task';
+  return OUTSIDE_NODE_TYPES.has(s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type ?? '');
 }
 
-/** The node's wait is over in this try: its task succeeded, or failed past its retries. */
-function settledInTry(s: StartedExecution, nodeId: string): boolean {
+/** The node's wait is over in this try: its task (or child) succeeded, or failed past its retries. */
+export function settledInTry(s: StartedExecution, nodeId: string): boolean {
   const node = s.nodes[nodeId];
   if (node?.status === 'succeeded') return true;
   return node?.status === 'failed' && currentTryAttemptIds(s).has(node.attemptId);
 }
 
 /** The attempt whose try a task's end belongs to: the current one (suspended, queued or running). */
-function tryAttemptId(s: StartedExecution, task: TaskRecord): string {
+export function tryAttemptId(s: StartedExecution, task: Pick<TaskRecord, 'attemptId'>): string {
   return currentAttempt(s)?.attemptId ?? task.attemptId;
 }
 
@@ -325,8 +329,8 @@ function afterTaskEnded(
  * suspend again at the same waits; the end of the last of them resumes. (A failure always
  * resumes: the try then fails without waiting for the others.)
  */
-function goesOn(s: StartedExecution, nodeId: string): boolean {
-  const others = s.waits.filter((w) => w.nodeId !== nodeId && !(w.kind === 'task' && settledInTry(s, w.nodeId)));
+export function goesOn(s: StartedExecution, nodeId: string): boolean {
+  const others = s.waits.filter((w) => w.nodeId !== nodeId && !(w.kind !== 'approval' && settledInTry(s, w.nodeId)));
   if (others.length === 0) return true;
   const tryAttempts = currentTryAttemptIds(s);
   const final = (id: string) => {
@@ -343,7 +347,7 @@ function goesOn(s: StartedExecution, nodeId: string): boolean {
  * recorded results. A running or queued attempt needs none: a queued one reads the results when
  * claimed, and a running one, unaware of them, suspends and is resumed then (`suspendAttempt`).
  */
-function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
+export function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
   if (isFinal(s) || s.cancelRequest) return [];
   const attempt = currentAttempt(s);
   if (attempt?.status !== 'suspended') return [];
@@ -385,10 +389,15 @@ export function suspendAttempt(
     const node = s.workflow.graph.nodes.find((n) => n.id === approval.nodeId);
     if (!node || node.type !== 'approval') throw new InvalidStateError(`node ${approval.nodeId} is not an approval node`);
   }
+  const kinds = new Map<string, 'task' | 'subworkflow'>();
   for (const nodeId of taskNodes) {
-    taskNode(s, nodeId);
-    if (liveTaskOf(s, nodeId) === undefined && !settledInTry(s, nodeId) && !s.cancelRequest) {
-      throw new InvalidStateError(`task node ${nodeId} has no task`);
+    // The list names task nodes and subworkflow nodes alike: each waits for its task, or its child.
+    const child = isSubworkflowNode(s, nodeId);
+    if (!child) taskNode(s, nodeId);
+    kinds.set(nodeId, child ? 'subworkflow' : 'task');
+    const live = child ? liveChildOf(s, nodeId) !== undefined : liveTaskOf(s, nodeId) !== undefined;
+    if (!live && !settledInTry(s, nodeId) && !s.cancelRequest) {
+      throw new InvalidStateError(`${child ? 'subworkflow' : 'task'} node ${nodeId} has no ${child ? 'child execution' : 'task'}`);
     }
   }
   if (s.cancelRequest) {
@@ -399,7 +408,7 @@ export function suspendAttempt(
   }
   const waits: Wait[] = [
     ...(approval ? [{ nodeId: approval.nodeId, kind: 'approval' as const }] : []),
-    ...taskNodes.map((nodeId) => ({ nodeId, kind: 'task' as const })),
+    ...taskNodes.map((nodeId) => ({ nodeId, kind: kinds.get(nodeId)! })),
   ];
   const settled = taskNodes.some((nodeId) => settledInTry(s, nodeId));
   const suspended: ExecutionEvent = { type: 'AttemptSuspended', data: { attemptId: data.attemptId, waits, at } };

@@ -21,9 +21,9 @@ export const RESULT_KINDS = [
 
 /**
  * A worker result on `flostra.results.v1` (docs/api.md, "Worker protocol"). Extensions: `reason` (why a
- * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`)
+ * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`; a subworkflow node for its child: `kind: 'subworkflow'`)
  * and `attempt_suspended` (the attempt stopped at the approval node `nodeId`, whose `output.action`
- * is the exact action to approve, and at the task nodes `tasks`). Node results name their node.
+ * is the exact action to approve, and at the task and subworkflow nodes `tasks`). Node results name their node.
  */
 export const resultMessageSchema = z
   .object({
@@ -38,7 +38,7 @@ export const resultMessageSchema = z
     output: z.unknown().optional(),
     error: executionErrorSchema.optional(),
     reason: z.string().max(1024).optional(),
-    wait: z.object({ kind: z.literal('task'), input: z.unknown() }).optional(),
+    wait: z.object({ kind: z.enum(['task', 'subworkflow']), input: z.unknown() }).optional(),
     tasks: z.array(id).max(1000).optional(),
   })
   .refine((m) => !m.kind.startsWith('node_') || m.nodeId !== undefined, {

@@ -45,7 +45,8 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
     code: createCodeNode(options.code ?? new CodeSandbox()),
     http: createHttpNode(options.egress),
     fail: executeFail,
-    task: createTaskInputNode(sandbox),
+    task: createTaskInputNode<'task'>(sandbox),
+    subworkflow: createTaskInputNode<'subworkflow'>(sandbox),
   };
   const execute: ExecuteNode = async (node, ctx) => {
     switch (node.type) {
@@ -63,6 +64,8 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
         return executors.fail(node, ctx);
       case 'task':
         return executors.task(node, ctx);
+      case 'subworkflow':
+        return executors.subworkflow(node, ctx);
       case 'approval':
         throw new NodeError('approval_not_executable', `approval node ${node.id} waits for a decision; it is never executed`, false);
       default: {
