@@ -74,6 +74,9 @@ export class SubworkflowManager {
   private readonly throttle = new CheckpointThrottle();
   /** Children whose end is not recorded on their parent, by child id: loaded on resume, then kept up. */
   private readonly open = new Map<string, ChildLink>();
+  private saving: Promise<void> = Promise.resolve();
+  /** Stores a position skipped by batches that changed nothing once its interval passed. */
+  private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly deps: SubworkflowManagerDeps,
@@ -94,12 +97,21 @@ export class SubworkflowManager {
       onResume: () => this.resume(),
       logger: this.deps.logger,
     });
+    this.idleTimer = setInterval(() => {
+      this.saveCheckpoint(() => this.throttle.due()).catch((error: unknown) =>
+        this.deps.logger.warn('storing the subworkflow manager checkpoint failed', { err: error }),
+      );
+    }, 1_000);
+    this.idleTimer.unref();
   }
 
   async stop(): Promise<void> {
     const subscription = this.subscription;
     this.subscription = null;
+    if (this.idleTimer !== null) clearInterval(this.idleTimer);
+    this.idleTimer = null;
     await subscription?.stop();
+    await this.saving;
   }
 
   async resume(): Promise<void> {
@@ -133,7 +145,17 @@ export class SubworkflowManager {
     await inChunks(cancelled, (link) => this.cancelChild(link));
     await inChunks(ends, ({ link, event }) => this.recordEnd(link, event));
     const changed = requests.length + ends.length + cancelled.length > 0;
-    if (this.throttle.shouldSave(changed, last.position)) await this.deps.checkpoints.save(this.options.name, last.position);
+    await this.saveCheckpoint(() => (this.throttle.shouldSave(changed, last.position) ? last.position : null));
+  }
+
+  /** Checkpoint writes one at a time, so that a late idle save never moves the checkpoint back. */
+  private saveCheckpoint(position: () => string | null): Promise<void> {
+    const saved = this.saving.then(async () => {
+      const at = position();
+      if (at !== null) await this.deps.checkpoints.save(this.options.name, at);
+    });
+    this.saving = saved.catch(() => undefined);
+    return saved;
   }
 
   private async startChild(request: ChildRequest): Promise<void> {
