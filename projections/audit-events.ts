@@ -43,6 +43,8 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, Readonly<Record<string
   TaskFailed: { taskId: 'taskId', errorCode: 'error.code' },
   TaskTimedOut: { taskId: 'taskId', reason: 'reason', deadline: 'deadline' },
   TaskCancelled: { taskId: 'taskId' },
+  ChildExecutionStarted: { nodeId: 'nodeId', childExecutionId: 'childExecutionId', workflow: 'workflow', depth: 'depth' },
+  ChildExecutionEnded: { nodeId: 'nodeId', childExecutionId: 'childExecutionId', status: 'status' },
   ApprovalGranted: { nodeId: 'nodeId', actionDigest: 'actionDigest' },
   ApprovalRejected: { nodeId: 'nodeId', actionDigest: 'actionDigest' },
   AttemptSucceeded: { attemptId: 'attemptId' },

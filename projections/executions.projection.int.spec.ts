@@ -53,6 +53,7 @@ function rowOf(
     revision: columns.last - 1,
     trace_id: columns.traceId ?? null,
     has_open_tasks: false,
+    parent_execution_id: null,
     state,
   };
 }

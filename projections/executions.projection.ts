@@ -45,7 +45,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   // 5: and the execution's tasks and waits; `has_open_tasks` finds those with tasks to hand out.
   // 6: an index on `ended_at` for retention's sweep.
   // 7: and `mapItems`, the outputs of map items that succeeded.
-  version: 7,
+  // 8: and the parent and children of sub-workflows; `parent_execution_id` finds an execution's children.
+  version: 8,
   relations: ['executions'],
 
   tables: (suffix) => [
@@ -65,6 +66,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
       revision integer not null,
       trace_id text,
       has_open_tasks boolean not null default false,
+      parent_execution_id text,
       state jsonb not null
     )`,
   ],
@@ -75,6 +77,7 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
     `create index executions${suffix}_workflow_idx on read_models.executions${suffix} (workspace_id, workflow_name, created_position)`,
     `create index executions${suffix}_open_tasks_idx on read_models.executions${suffix} (execution_id) where has_open_tasks`,
     `create index executions${suffix}_ended_idx on read_models.executions${suffix} (ended_at) where ended_at is not null`,
+    `create index executions${suffix}_parent_idx on read_models.executions${suffix} (parent_execution_id) where parent_execution_id is not null`,
   ],
 
   async begin(tx, tables, events, memo) {
@@ -143,6 +146,7 @@ function toRow(executionId: string, { state, position, revision, createdPosition
     revision,
     trace_id: traceId,
     has_open_tasks: Object.values(state.tasks ?? {}).some((t) => t.status === 'scheduled' || t.status === 'claimed'),
+    parent_execution_id: state.parent?.executionId ?? null,
     state,
   };
 }
@@ -151,12 +155,12 @@ function toRow(executionId: string, { state, position, revision, createdPosition
 function upsert(tx: SqlTransaction, tables: VersionTables, rows: ReturnType<typeof toRow>[]): void {
   tx.queue(
     reusable(`insert into ${tables.executions} as t (execution_id, workspace_id, workflow_name, workflow_revision, status, cancel_requested,
-       attempt_count, started_at, updated_at, ended_at, created_position, position, revision, trace_id, has_open_tasks, state)
+       attempt_count, started_at, updated_at, ended_at, created_position, position, revision, trace_id, has_open_tasks, parent_execution_id, state)
      select r.execution_id, r.workspace_id, r.workflow_name, r.workflow_revision, r.status, r.cancel_requested,
-       r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.trace_id, r.has_open_tasks, r.state
+       r.attempt_count, r.started_at, r.updated_at, r.ended_at, r.created_position, r.position, r.revision, r.trace_id, r.has_open_tasks, r.parent_execution_id, r.state
      from jsonb_to_recordset($1::jsonb) as r(execution_id text, workspace_id text, workflow_name text, workflow_revision integer,
        status text, cancel_requested boolean, attempt_count integer, started_at timestamptz, updated_at timestamptz,
-       ended_at timestamptz, created_position text, position text, revision integer, trace_id text, has_open_tasks boolean, state jsonb)
+       ended_at timestamptz, created_position text, position text, revision integer, trace_id text, has_open_tasks boolean, parent_execution_id text, state jsonb)
      on conflict (execution_id) do update set
        status = excluded.status, cancel_requested = excluded.cancel_requested, attempt_count = excluded.attempt_count,
        updated_at = excluded.updated_at, ended_at = excluded.ended_at, position = excluded.position, revision = excluded.revision,

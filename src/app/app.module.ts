@@ -5,6 +5,7 @@ import { ReadModelsModule } from '../../projections/read-models.module.js';
 import { AdminModule } from '../admin/admin.module.js';
 import { AuditModule } from '../audit/audit.module.js';
 import { AdmissionModule } from '../admission/admission.module.js';
+import { SubworkflowsModule } from '../subworkflows/subworkflows.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { SessionsModule } from '../auth/sessions.module.js';
 import type { TokenRegistry } from '../auth/token-registry.js';
@@ -54,9 +55,9 @@ export function roleModules(config: AppConfig): Type[] {
       SchedulesModule,
       SessionsModule,
     );
-  // The dispatcher role also admits executions of workspaces with a concurrency bound.
+  // The dispatcher role also admits executions of workspaces with a concurrency bound, and starts and follows child executions.
   if (runsRole(config, 'api')) modules.push(TasksModule);
-  if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule);
+  if (runsRole(config, 'dispatcher')) modules.push(DispatchModule, AdmissionModule, SubworkflowsModule);
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
   if (runsRole(config, 'watchdog') && config.retentionDays !== null) modules.push(RetentionModule);

@@ -84,6 +84,9 @@ export interface ExecutionView extends Omit<ExecutionSummary, 'workflow' | 'atte
     error: ErrorInfo | null;
   }[];
   nodes: { nodeId: string; status: string; output: unknown; error: ErrorInfo | null; startedAt: string | null; endedAt: string | null }[];
+  /** The execution whose `subworkflow` node started this one (absent from servers before sub-workflows). */
+  parent?: { executionId: string; nodeId: string; depth: number } | null;
+  children?: { executionId: string; nodeId: string; workflow: string; status: string }[];
   position: string;
 }
 

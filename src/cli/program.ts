@@ -464,6 +464,7 @@ export function describeExecution(view: ExecutionView): string {
     ['attempts', String(view.attempts.length)],
     ['input', compact(view.input)],
   ];
+  if (view.parent) entries.push(['parent', `${view.parent.executionId} (node ${view.parent.nodeId}, depth ${view.parent.depth})`]);
   if (view.output !== null) entries.push(['output', compact(view.output)]);
   if (view.error !== null) entries.push(['error', `${view.error.code}: ${view.error.message}`]);
   let text = fields(entries);
@@ -479,6 +480,16 @@ export function describeExecution(view: ExecutionView): string {
           header: 'RESULT',
           value: (n) => (n.error ? `${n.error.code}: ${n.error.message}` : n.output === null ? '-' : compact(n.output, 60)),
         },
+      ]);
+  const children = view.children ?? [];
+  if (children.length > 0)
+    text +=
+      '\n' +
+      table(children, [
+        { header: 'CHILD', value: (c) => c.executionId },
+        { header: 'NODE', value: (c) => c.nodeId },
+        { header: 'WORKFLOW', value: (c) => c.workflow },
+        { header: 'STATUS', value: (c) => c.status },
       ]);
   if (view.pendingApproval !== null) {
     const { nodeId, action, actionDigest } = view.pendingApproval;

@@ -32,6 +32,8 @@ export const EXECUTION_EVENT_TYPES = [
   'TaskFailed',
   'TaskTimedOut',
   'TaskCancelled',
+  'ChildExecutionStarted',
+  'ChildExecutionEnded',
   'ExecutionSucceeded',
   'ExecutionFailed',
   'ExecutionTimedOut',

@@ -41,6 +41,9 @@ interface Detail {
     startedAt: string | null;
     endedAt: string | null;
   }[];
+  /** Sub-workflows: the execution that started this one, and those this one started. */
+  parent?: { executionId: string; nodeId: string; depth: number } | null;
+  children?: { executionId: string; nodeId: string; workflow: string; status: string; startedAt: string; endedAt: string | null }[];
   startedAt: string;
   endedAt: string | null;
 }
@@ -118,6 +121,15 @@ export function Execution(props: { me: Me; executionId: string }) {
         {d.endedAt !== null ? ` · ended ${new Date(d.endedAt).toLocaleString()}` : ''}
         {d.waitingFor !== null ? ' · waiting for a quota slot' : ''}
         {d.cancelRequested && !isFinished(status) ? ' · cancel requested' : ''}
+        {d.parent ? (
+          <span data-testid="parent">
+            {' · child of '}
+            <Link to={`/executions/${enc(d.parent.executionId)}`}>
+              <code>{d.parent.executionId.slice(0, 8)}</code>
+            </Link>{' '}
+            (node {d.parent.nodeId})
+          </span>
+        ) : null}
       </p>
       {operator ? <Actions detail={d} status={status} onDone={reload} /> : null}
       {graph.state === 'ready' ? (
@@ -196,6 +208,41 @@ export function Execution(props: { me: Me; executionId: string }) {
           ))}
         </tbody>
       </table>
+      {(d.children ?? []).length > 0 ? (
+        <>
+          <h3>Children</h3>
+          <table className="table" data-testid="children">
+            <thead>
+              <tr>
+                <th>Execution</th>
+                <th>Node</th>
+                <th>Workflow</th>
+                <th>Status</th>
+                <th>Started</th>
+                <th>Ended</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(d.children ?? []).map((c) => (
+                <tr key={c.executionId}>
+                  <td>
+                    <Link to={`/executions/${enc(c.executionId)}`}>
+                      <code>{c.executionId.slice(0, 8)}</code>
+                    </Link>
+                  </td>
+                  <td>{c.nodeId}</td>
+                  <td>{c.workflow}</td>
+                  <td>
+                    <StatusBadge status={c.status} />
+                  </td>
+                  <td>{time(c.startedAt)}</td>
+                  <td>{time(c.endedAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : null}
       <h3>History</h3>
       <ol className="timeline" data-testid="timeline">
         {live.events.map((e) => (

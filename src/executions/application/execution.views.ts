@@ -112,6 +112,17 @@ export function toView(state: StartedExecution, position: string) {
       output: t.output ?? null,
       error: t.error ?? null,
     })),
+    // Documents folded before sub-workflows have neither `parent` nor `children`.
+    parentExecutionId: state.parent?.executionId ?? null,
+    parent: state.parent ?? null,
+    children: Object.values(state.children ?? {}).map((c) => ({
+      executionId: c.childExecutionId,
+      nodeId: c.nodeId,
+      workflow: c.workflow,
+      status: c.status,
+      startedAt: c.startedAt,
+      endedAt: c.endedAt,
+    })),
     startedAt: state.startedAt,
     updatedAt: state.updatedAt,
     endedAt: state.endedAt,

@@ -106,6 +106,8 @@ describe('evolve', () => {
       input: { day: '2029-12-31' },
       startIdempotency: KEY,
       scheduledBy: null,
+      parent: null,
+      children: {},
       startedBy: OPERATOR,
       startedAt: iso(0),
       updatedAt: iso(10_000),

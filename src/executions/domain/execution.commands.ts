@@ -1,5 +1,5 @@
 import type { CommandMetadata } from '../../core/decider.js';
-import type { ExecutionError, ScheduledBy, WorkflowSnapshot } from './execution.events.js';
+import type { ChildEnd, ExecutionError, ParentLink, ScheduledBy, WorkflowSnapshot } from './execution.events.js';
 
 /** Commands on one execution stream. Ids, time and jitter arrive in the command, never made here. */
 export type StartExecution = {
@@ -15,6 +15,8 @@ export type StartExecution = {
     waitFor?: WaitingFor | null;
     /** Set when a schedule fire starts it: the execution id is derived from the fire, and a second start of it is a replay. */
     scheduledBy?: ScheduledBy | null;
+    /** Set when a `subworkflow` node starts it: the execution id is derived from the parent, and a second start of it is a replay. */
+    parent?: ParentLink | null;
   };
   metadata: CommandMetadata;
 };
@@ -47,7 +49,7 @@ export type Heartbeat = { type: 'Heartbeat'; data: Fence; metadata: CommandMetad
 export type NodeResultKind = 'node_started' | 'node_succeeded' | 'node_failed' | 'node_skipped' | 'node_waiting';
 
 /** What a node that waits outside the engine asks for: for a task node, its task with this input. */
-export type NodeWaitRequest = { kind: 'task'; input: unknown };
+export type NodeWaitRequest = { kind: 'task'; input: unknown } | { kind: 'subworkflow'; input: unknown };
 
 export type RecordNodeResult = {
   type: 'RecordNodeResult';
@@ -85,7 +87,7 @@ export type CompleteAttempt = {
     error?: ExecutionError;
     /** For outcome `suspended`: the approval node reached and the exact action it asks to approve. */
     approval?: { nodeId: string; action: unknown };
-    /** For outcome `suspended`: the task nodes waiting for their tasks. */
+    /** For outcome `suspended`: the task nodes waiting for their tasks, and the subworkflow nodes waiting for their children. */
     tasks?: string[];
     /** Id for the retry attempt, used only if the policy schedules one. */
     nextAttemptId: string;
@@ -167,7 +169,22 @@ export type TimeOutTask = {
   metadata: CommandMetadata;
 };
 
+/** The subworkflow manager saw a child execution end: the parent records it, and the node's result if it still waits. */
+export type RecordChildResult = {
+  type: 'RecordChildResult';
+  data: {
+    childExecutionId: string;
+    outcome: ChildEnd;
+    output?: unknown;
+    error?: ExecutionError;
+    /** Id of the resume attempt, used only if the child's end lets a suspended parent go on. */
+    nextAttemptId: string;
+  };
+  metadata: CommandMetadata;
+};
+
 export type ExecutionCommand =
+  | RecordChildResult
   | ClaimTask
   | HeartbeatTask
   | CompleteTask

@@ -29,6 +29,7 @@ import { claimTask, completeTask, heartbeatTask, scheduleTask, suspendAttempt, t
 import { timeOutExecution } from './time-out-execution.js';
 import { admitExecution } from './admit-execution.js';
 import { recordMapItems } from './map-items.js';
+import { recordChildResult, startChild } from './subworkflows.js';
 
 const iso = (d: Date) => d.toISOString();
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
@@ -45,6 +46,9 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
     // A schedule fire names its execution: the same fire again is a replay, whoever starts it.
     const fire = data.scheduledBy;
     if (fire && state.scheduledBy?.schedule === fire.schedule && state.scheduledBy.fireTime === fire.fireTime) return [];
+    // A child names its execution after its parent's node: the same child started again is a replay.
+    const parent = data.parent;
+    if (parent && state.parent?.executionId === parent.executionId && state.parent.nodeId === parent.nodeId) return [];
     const previous = state.startIdempotency;
     if (data.idempotency && previous?.key === data.idempotency.key) {
       if (previous.fingerprint === data.idempotency.fingerprint) return [];
@@ -81,6 +85,7 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
         input: data.input,
         idempotency: data.idempotency,
         ...(data.scheduledBy ? { scheduledBy: data.scheduledBy } : {}),
+        ...(data.parent ? { parent: data.parent } : {}),
         startedBy: metadata.actor,
         startedAt: at,
       },
@@ -170,7 +175,10 @@ function recordNodeResult(command: RecordNodeResult, state: ExecutionState): Exe
   const s = started(state);
   const { data, metadata } = command;
   const at = iso(metadata.now);
-  if (data.kind === 'node_waiting') return scheduleTask(s, command, (current) => requireLiveClaim(current, data, metadata.now));
+  if (data.kind === 'node_waiting') {
+    const start = data.wait?.kind === 'subworkflow' ? startChild : scheduleTask;
+    return start(s, command, (current) => requireLiveClaim(current, data, metadata.now));
+  }
   const previous = s.nodes[data.nodeId];
   const target = { node_started: 'running', node_succeeded: 'succeeded', node_failed: 'failed', node_skipped: 'skipped' }[data.kind];
   // A redelivered result of the same claim is already recorded: nothing new to say. A start
@@ -393,6 +401,8 @@ function decideCommand(command: ExecutionCommand, state: ExecutionState): Execut
       return completeTask(started(state), command);
     case 'TimeOutTask':
       return timeOutTask(started(state), command);
+    case 'RecordChildResult':
+      return recordChildResult(started(state), command);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${(unknown as { type: string }).type}`);

@@ -54,11 +54,22 @@ export const scheduledBySchema = z.object({ schedule: z.string(), fireTime: isoT
 export type ScheduledBy = z.infer<typeof scheduledBySchema>;
 
 /** A node the attempt stopped at, and what it waits for. */
-export const waitSchema = z.object({ nodeId: z.string(), kind: z.enum(['approval', 'task']) });
+export const waitSchema = z.object({ nodeId: z.string(), kind: z.enum(['approval', 'task', 'subworkflow']) });
 export type Wait = z.infer<typeof waitSchema>;
 
 /** Position of an item in the array a map node runs over. */
 const mapItemIndex = z.number().int().min(0);
+
+/**
+ * The parent of a child execution (a `subworkflow` node's run): its execution, the node, and how
+ * deep the child sits (a top-level execution is at depth 0, its children at 1).
+ */
+export const parentLinkSchema = z.object({ executionId: z.string(), nodeId: z.string(), depth: z.number().int().min(1) });
+export type ParentLink = z.infer<typeof parentLinkSchema>;
+
+/** How a child execution ended, as its parent records it. */
+export const childEndSchema = z.enum(['succeeded', 'failed', 'timed_out', 'cancelled']);
+export type ChildEnd = z.infer<typeof childEndSchema>;
 
 const attemptReason = z.enum(['start', 'retry', 'redrive', 'resume']);
 export type AttemptReason = z.infer<typeof attemptReason>;
@@ -78,6 +89,8 @@ export const executionEventSchemas = {
      * ignore the field (zod drops unknown keys).
      */
     scheduledBy: scheduledBySchema.optional(),
+    /** Set for a child execution started by a `subworkflow` node; optional like `scheduledBy`. */
+    parent: parentLinkSchema.optional(),
     startedBy: z.string(),
     startedAt: isoTime,
   }),
@@ -186,6 +199,24 @@ export const executionEventSchemas = {
   TaskTimedOut: z.object({ taskId: z.string(), reason: z.enum(['lease_expired', 'timeout']), deadline: isoTime, at: isoTime }),
   /** The execution was cancelled or ended while the task was waiting or claimed. */
   TaskCancelled: z.object({ taskId: z.string(), at: isoTime }),
+  /**
+   * A `subworkflow` node asked for its child: `childExecutionId` is derived from this execution,
+   * the node and the node's child count, so asking again never names a second child. The child's
+   * own stream is started right after by the subworkflow manager (docs/architecture.md,
+   * "Sub-workflows"); `revision` null means the latest at that start.
+   */
+  ChildExecutionStarted: z.object({
+    nodeId: z.string(),
+    attemptId: z.string(),
+    childExecutionId: z.string(),
+    workflow: z.string(),
+    revision: z.number().int().min(1).nullable(),
+    input: json,
+    depth: z.number().int().min(1),
+    at: isoTime,
+  }),
+  /** The child ended; followed by the node's result when the parent still waits for it. */
+  ChildExecutionEnded: z.object({ nodeId: z.string(), childExecutionId: z.string(), status: childEndSchema, at: isoTime }),
   AttemptSucceeded: z.object({ attemptId: z.string(), output: json, at: isoTime }),
   AttemptFailed: z.object({ attemptId: z.string(), error: executionErrorSchema, at: isoTime }),
   AttemptTimedOut: z.object({

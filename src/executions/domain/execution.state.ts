@@ -1,4 +1,13 @@
-import type { AttemptReason, ExecutionError, ExecutionEvent, ScheduledBy, Wait, WorkflowSnapshot } from './execution.events.js';
+import type {
+  AttemptReason,
+  ChildEnd,
+  ExecutionError,
+  ExecutionEvent,
+  ParentLink,
+  ScheduledBy,
+  Wait,
+  WorkflowSnapshot,
+} from './execution.events.js';
 
 export type EndedAttemptStatus = 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 export type AttemptStatus = 'queued' | 'running' | EndedAttemptStatus;
@@ -88,6 +97,19 @@ export interface TaskRecord {
   error?: ExecutionError;
 }
 
+/** A child execution a `subworkflow` node started; `running` until its end is recorded here. */
+export interface ChildRecord {
+  childExecutionId: string;
+  nodeId: string;
+  /** The attempt whose run of the graph asked for it. */
+  attemptId: string;
+  workflow: string;
+  revision: number | null;
+  status: 'running' | ChildEnd;
+  startedAt: string;
+  endedAt: string | null;
+}
+
 /** The attempt a run waits to have scheduled until its workspace's quota grants it a slot. */
 export interface AwaitedSlot {
   attemptId: string;
@@ -112,6 +134,10 @@ interface ExecutionFields {
   startIdempotency: { key: string; fingerprint: string } | null;
   /** The schedule fire that started it; null (or absent, in documents folded before schedules) otherwise. */
   scheduledBy: ScheduledBy | null;
+  /** The execution and node that started it as a child; null (or absent, in older documents) otherwise. */
+  parent?: ParentLink | null;
+  /** Child executions its `subworkflow` nodes started, by id (absent in older documents). */
+  children?: Record<string, ChildRecord>;
   startedBy: string;
   startedAt: string;
   updatedAt: string;
@@ -189,6 +215,8 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       input: d.input,
       startIdempotency: d.idempotency,
       scheduledBy: d.scheduledBy ?? null,
+      parent: d.parent ?? null,
+      children: {},
       startedBy: d.startedBy,
       startedAt: d.startedAt,
       updatedAt: d.startedAt,
@@ -412,6 +440,43 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         updatedAt: event.data.at,
         nodes,
         tasks: withTask(s, event.data.taskId, (t) => ({ ...t, status: 'cancelled', endedAt: event.data.at })),
+      };
+    }
+    case 'ChildExecutionStarted': {
+      const d = event.data;
+      const child: ChildRecord = {
+        childExecutionId: d.childExecutionId,
+        nodeId: d.nodeId,
+        attemptId: d.attemptId,
+        workflow: d.workflow,
+        revision: d.revision,
+        status: 'running',
+        startedAt: d.at,
+        endedAt: null,
+      };
+      const node: NodeRecord = { nodeId: d.nodeId, attemptId: d.attemptId, status: 'waiting', startedAt: d.at, endedAt: null };
+      return {
+        ...s,
+        updatedAt: d.at,
+        children: { ...s.children, [d.childExecutionId]: child },
+        nodes: { ...s.nodes, [d.nodeId]: node },
+      };
+    }
+    case 'ChildExecutionEnded': {
+      const d = event.data;
+      const child = s.children?.[d.childExecutionId];
+      if (child === undefined) return { ...s, updatedAt: d.at };
+      const node = s.nodes[d.nodeId];
+      // A child cancelled with (or after) its parent leaves its node cancelled, as a task does.
+      const nodes =
+        node?.status === 'waiting' && d.status === 'cancelled'
+          ? { ...s.nodes, [d.nodeId]: { ...node, status: 'cancelled' as const, endedAt: d.at } }
+          : s.nodes;
+      return {
+        ...s,
+        updatedAt: d.at,
+        nodes,
+        children: { ...s.children, [d.childExecutionId]: { ...child, status: d.status, endedAt: d.at } },
       };
     }
     case 'ApprovalGranted':

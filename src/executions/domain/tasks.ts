@@ -12,6 +12,7 @@ import type { ExecutionError, ExecutionEvent, RetryPolicy, Wait } from './execut
 import { type StartedExecution, type TaskRecord, currentAttempt, evolve, isFinal, nextAttemptNumber } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
 import { currentTryAttemptIds, nextStep } from './task-successors.js';
+import { isSubworkflowNode, liveChildOf } from './subworkflow-children.js';
 
 /**
  * Task nodes: a step that runs in the user's own code, which polls for it over HTTP. A waiting
@@ -92,19 +93,22 @@ export function failedInTry(s: StartedExecution): Record<string, ExecutionError>
   return failed;
 }
 
+/** Nodes whose result comes from outside the running attempt: a task's end, a child execution's end. */
+const OUTSIDE_NODE_TYPES = new Set(['task', 'subworkflow']);
+
 function waitsOutside(s: StartedExecution, nodeId: string): boolean {
-  return s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type === 'task';
+  return OUTSIDE_NODE_TYPES.has(s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type ?? '');
 }
 
-/** The node's wait is over in this try: its task succeeded, or failed past its retries. */
-function settledInTry(s: StartedExecution, nodeId: string): boolean {
+/** The node's wait is over in this try: its task (or child) succeeded, or failed past its retries. */
+export function settledInTry(s: StartedExecution, nodeId: string): boolean {
   const node = s.nodes[nodeId];
   if (node?.status === 'succeeded') return true;
   return node?.status === 'failed' && currentTryAttemptIds(s).has(node.attemptId);
 }
 
 /** The attempt whose try a task's end belongs to: the current one (suspended, queued or running). */
-function tryAttemptId(s: StartedExecution, task: TaskRecord): string {
+export function tryAttemptId(s: StartedExecution, task: Pick<TaskRecord, 'attemptId'>): string {
   return currentAttempt(s)?.attemptId ?? task.attemptId;
 }
 
@@ -349,11 +353,28 @@ function stepsAfter(s: StartedExecution, attemptId: string, now: Date): Executio
 }
 
 /**
+ * Whether the end of `nodeId`'s wait lets the graph go on: no other wait is open, or a successor
+ * of the node has every predecessor final in this try.
+ */
+export function goesOn(s: StartedExecution, nodeId: string): boolean {
+  const others = s.waits.filter((w) => w.nodeId !== nodeId && !(w.kind !== 'approval' && settledInTry(s, w.nodeId)));
+  if (others.length === 0) return true;
+  const tryAttempts = currentTryAttemptIds(s);
+  const final = (id: string) => {
+    const node = s.nodes[id];
+    if (id === nodeId || node?.status === 'succeeded') return true;
+    return (node?.status === 'failed' || node?.status === 'skipped') && tryAttempts.has(node.attemptId);
+  };
+  const { edges } = s.workflow.graph;
+  return edges.some((edge) => edge.from === nodeId && edges.filter((e) => e.to === edge.to).every((e) => final(e.from)));
+}
+
+/**
  * A wait ended: if the execution is suspended, a resume attempt takes the graph on from the
  * recorded results. A running or queued attempt needs none: a queued one reads the results when
  * claimed, and a running one, unaware of them, suspends and is resumed then (`suspendAttempt`).
  */
-function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
+export function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
   if (isFinal(s) || s.cancelRequest) return [];
   const attempt = currentAttempt(s);
   if (attempt?.status !== 'suspended') return [];
@@ -395,10 +416,15 @@ export function suspendAttempt(
     const node = s.workflow.graph.nodes.find((n) => n.id === approval.nodeId);
     if (!node || node.type !== 'approval') throw new InvalidStateError(`node ${approval.nodeId} is not an approval node`);
   }
+  const kinds = new Map<string, 'task' | 'subworkflow'>();
   for (const nodeId of taskNodes) {
-    taskNode(s, nodeId);
-    if (liveTaskOf(s, nodeId) === undefined && !settledInTry(s, nodeId) && !s.cancelRequest) {
-      throw new InvalidStateError(`task node ${nodeId} has no task`);
+    // The list names task nodes and subworkflow nodes alike: each waits for its task, or its child.
+    const child = isSubworkflowNode(s, nodeId);
+    if (!child) taskNode(s, nodeId);
+    kinds.set(nodeId, child ? 'subworkflow' : 'task');
+    const live = child ? liveChildOf(s, nodeId) !== undefined : liveTaskOf(s, nodeId) !== undefined;
+    if (!live && !settledInTry(s, nodeId) && !s.cancelRequest) {
+      throw new InvalidStateError(`${child ? 'subworkflow' : 'task'} node ${nodeId} has no ${child ? 'child execution' : 'task'}`);
     }
   }
   if (s.cancelRequest) {
@@ -409,7 +435,7 @@ export function suspendAttempt(
   }
   const waits: Wait[] = [
     ...(approval ? [{ nodeId: approval.nodeId, kind: 'approval' as const }] : []),
-    ...taskNodes.map((nodeId) => ({ nodeId, kind: 'task' as const })),
+    ...taskNodes.map((nodeId) => ({ nodeId, kind: kinds.get(nodeId)! })),
   ];
   const settled = taskNodes.some((nodeId) => settledInTry(s, nodeId));
   const suspension: ExecutionEvent[] = [

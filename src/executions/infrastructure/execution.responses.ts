@@ -79,6 +79,20 @@ const taskView = z.strictObject({
   error: executionErrorSchema.nullable(),
 });
 
+const childView = z
+  .strictObject({
+    executionId: uuidField,
+    nodeId: identifierField,
+    workflow: identifierField,
+    status: z.enum(['running', 'succeeded', 'failed', 'timed_out', 'cancelled']),
+    startedAt: timestampField,
+    endedAt: nullableTimestamp,
+  })
+  .meta({
+    id: 'ChildExecution',
+    description: 'A child execution one of its `subworkflow` nodes started, as this execution last recorded it.',
+  });
+
 /** `toView`: one execution from the `executions` read model. */
 export const executionViewSchema = z
   .strictObject({
@@ -97,6 +111,14 @@ export const executionViewSchema = z
     attempts: z.array(attemptView),
     nodes: z.array(nodeView).meta({ description: 'In the graph’s node order; only nodes that started.' }),
     tasks: z.array(taskView).meta({ description: 'Every task of the execution’s task nodes, in the order they were scheduled.' }),
+    parentExecutionId: uuidField
+      .nullable()
+      .meta({ description: 'The execution whose `subworkflow` node started this one; null for a top-level execution.' }),
+    parent: z
+      .strictObject({ executionId: uuidField, nodeId: identifierField, depth: z.number().int().min(1) })
+      .nullable()
+      .meta({ description: 'The parent execution, its node, and how deep this child sits (its children sit one level deeper).' }),
+    children: z.array(childView).meta({ description: 'Child executions its `subworkflow` nodes started, in the order they started.' }),
     startedAt: timestampField,
     updatedAt: timestampField,
     endedAt: nullableTimestamp,

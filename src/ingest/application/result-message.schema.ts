@@ -28,9 +28,9 @@ export const RESULT_KINDS = [
 
 /**
  * A worker result on `flostra.results.v1` (docs/api.md, "Worker protocol"). Extensions: `reason` (why a
- * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`)
+ * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`; a subworkflow node for its child: `kind: 'subworkflow'`)
  * and `attempt_suspended` (the attempt stopped at the approval node `nodeId`, whose `output.action`
- * is the exact action to approve, and at the task nodes `tasks`), `map_items` (facts about the items of the
+ * is the exact action to approve, and at the task and subworkflow nodes `tasks`), `map_items` (facts about the items of the
 map `nodeId`: `items: { started, completed, failed }`). Node results name their node.
  */
 export const resultMessageSchema = z
@@ -46,7 +46,7 @@ export const resultMessageSchema = z
     output: z.unknown().optional(),
     error: executionErrorSchema.optional(),
     reason: z.string().max(1024).optional(),
-    wait: z.object({ kind: z.literal('task'), input: z.unknown() }).optional(),
+    wait: z.object({ kind: z.enum(['task', 'subworkflow']), input: z.unknown() }).optional(),
     tasks: z.array(id).max(1000).optional(),
     items: z
       .object({

@@ -108,9 +108,13 @@ class DagRun {
     return this.result();
   }
 
-  /** Task nodes: their output is the input of a task the control plane hands out; the run waits for its end. */
+  /**
+   * Task nodes: their output is the input of a task the control plane hands out; subworkflow
+   * nodes: of the child execution it starts. The run waits for its end.
+   */
   private waitsOutside(nodeId: string): boolean {
-    return this.state.node(nodeId).type === 'task';
+    const { type } = this.state.node(nodeId);
+    return type === 'task' || type === 'subworkflow';
   }
 
   /** Held rather than reported: only when the reporter can hold events. */
@@ -227,7 +231,8 @@ class DagRun {
     this.startNotReported.delete(nodeId);
     this.state.record(nodeId, { status: 'waiting' });
     if (this.aborted) return;
-    await this.emit({ kind: 'node_waiting', nodeId, wait: { kind: 'task', input } });
+    const kind = this.state.node(nodeId).type === 'subworkflow' ? 'subworkflow' : 'task';
+    await this.emit({ kind: 'node_waiting', nodeId, wait: { kind, input } });
     this.waitingTasks.push(nodeId);
   }
 

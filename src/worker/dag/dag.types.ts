@@ -45,8 +45,12 @@ export type DagEvent =
   | { readonly kind: 'node_succeeded'; readonly nodeId: string; readonly output: unknown }
   | { readonly kind: 'node_failed'; readonly nodeId: string; readonly error: ExecutionError }
   | { readonly kind: 'node_skipped'; readonly nodeId: string; readonly reason: string }
-  /** A task node asks for its task, with this input; the attempt then waits for it (suspends). */
-  | { readonly kind: 'node_waiting'; readonly nodeId: string; readonly wait: { readonly kind: 'task'; readonly input: unknown } }
+  /** A task node asks for its task (a subworkflow node for its child), with this input; the attempt then waits for it (suspends). */
+  | {
+      readonly kind: 'node_waiting';
+      readonly nodeId: string;
+      readonly wait: { readonly kind: 'task' | 'subworkflow'; readonly input: unknown };
+    }
   /** Items of a running map that started, succeeded or failed (past their retries) since the last such event. */
   | ({ readonly kind: 'map_items'; readonly nodeId: string } & MapItemFacts);
 

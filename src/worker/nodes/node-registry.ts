@@ -48,7 +48,8 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
     code: createCodeNode(options.code ?? new CodeSandbox()),
     http: createHttpNode(options.egress),
     fail: executeFail,
-    task: createTaskInputNode(sandbox),
+    task: createTaskInputNode<'task'>(sandbox),
+    subworkflow: createTaskInputNode<'subworkflow'>(sandbox),
     switch: createSwitchNode(sandbox),
   };
   const execute: ExecuteNode = async (node, ctx) => {
@@ -67,6 +68,8 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
         return executors.fail(node, ctx);
       case 'task':
         return executors.task(node, ctx);
+      case 'subworkflow':
+        return executors.subworkflow(node, ctx);
       case 'switch':
         return executors.switch(node, ctx);
       case 'map':

@@ -1,3 +1,4 @@
+import type { NodeOfType } from '../../workflows/domain/workflow-graph.schema.js';
 import type { NodeExecutor } from './node-executor.js';
 import type { TransformSandbox } from './transform-sandbox.js';
 
@@ -14,10 +15,13 @@ export function createTransformNode(sandbox: TransformSandbox): NodeExecutor<'tr
 
 /**
  * A task node is never run by the worker: the runner asks the control plane for its task and
- * waits. What runs here is the task's input: the node's `input` expression over the node's
+ * waits (a subworkflow node, for its child execution, alike). What runs here is the task's input: the node's `input` expression over the node's
  * input, evaluated like a transform, or the node's input itself when it has none.
  */
-export function createTaskInputNode(sandbox: TransformSandbox): NodeExecutor<'task'> {
-  return (node, ctx) =>
-    node.config.input === undefined ? Promise.resolve(ctx.input) : sandbox.evaluate(node.config.input, ctx.input, ctx.signal);
+export function createTaskInputNode<Type extends 'task' | 'subworkflow'>(sandbox: TransformSandbox): NodeExecutor<Type> {
+  return (node, ctx) => {
+    const { config } = node as NodeOfType<'task' | 'subworkflow'>;
+    const expression = config.input;
+    return expression === undefined ? Promise.resolve(ctx.input) : sandbox.evaluate(expression, ctx.input, ctx.signal);
+  };
 }

@@ -23,9 +23,9 @@ export interface ResultBody {
   output?: unknown;
   error?: ExecutionError;
   reason?: string;
-  /** `node_waiting`: what the node waits for (a task, with its input). */
-  wait?: { kind: 'task'; input: unknown };
-  /** `attempt_suspended`: the task nodes waiting for their tasks. */
+  /** `node_waiting`: what the node waits for (a task, or a child execution, with its input). */
+  wait?: { kind: 'task' | 'subworkflow'; input: unknown };
+  /** `attempt_suspended`: the task nodes waiting for their tasks, and the subworkflow nodes for their children. */
   tasks?: readonly string[];
   /** `map_items`: items of the map `nodeId` that started, succeeded or failed. */
   items?: MapItemFacts;

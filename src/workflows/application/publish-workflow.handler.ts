@@ -3,7 +3,7 @@ import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
 import { CLOCK, type Clock } from '../../core/clock.port.js';
 import { handleCommand } from '../../core/command-handler.js';
-import { ValidationFailedError } from '../../core/errors.js';
+import { NotFoundError, ValidationFailedError } from '../../core/errors.js';
 import { EVENT_STORE, type EventStore, type Position } from '../../core/event-store.port.js';
 import { ID_GENERATOR, type IdGenerator } from '../../core/ids.js';
 import { codeSyntaxIssues, type CodeSyntaxCheck } from '../domain/code-syntax.js';
@@ -13,6 +13,7 @@ import { workflowGraphDigest } from '../domain/workflow-digest.js';
 import type { WorkflowGraph } from '../domain/workflow-graph.schema.js';
 import { parseWorkflowDefinition } from '../domain/workflow-graph.validation.js';
 import { workflowIdOf, workflowStreamId } from '../domain/workflow-identity.js';
+import { WorkflowQueries } from './workflow.queries.js';
 
 export interface PublishWorkflowResult {
   /** 201 when a new revision was published, 200 when the graph equals the latest revision. */
@@ -54,6 +55,31 @@ export async function assertCodeCompiles(graph: WorkflowGraph, check: CodeSyntax
   if (first !== undefined) throw new ValidationFailedError(`invalid workflow: ${first.path}: ${first.message}`, issues);
 }
 
+/**
+ * A ValidationFailedError when a `subworkflow` node names the workflow being published (a
+ * workflow never runs itself as its own child), or a workflow (or revision) that is not
+ * published in the workspace. Deeper cycles are left to the depth limit the executions keep.
+ */
+export async function assertSubworkflowsExist(
+  workflows: WorkflowQueries,
+  workspaceId: string,
+  name: string,
+  graph: WorkflowGraph,
+): Promise<void> {
+  for (const [index, node] of graph.nodes.entries()) {
+    if (node.type !== 'subworkflow') continue;
+    const path = `nodes[${index}].config.workflow`;
+    const fail = (message: string) => new ValidationFailedError(`invalid workflow: ${path}: ${message}`, [{ path, message }]);
+    if (node.config.workflow === name) throw fail('a workflow cannot run itself as a sub-workflow');
+    try {
+      await workflows.getRevision(workspaceId, node.config.workflow, node.config.revision);
+    } catch (error) {
+      if (error instanceof NotFoundError) throw fail(`${error.message} in this workspace`);
+      throw error;
+    }
+  }
+}
+
 /** `PUT /v1/workspaces/:workspaceId/workflows/:name`: one append of a new revision, or none. */
 @CommandHandler(PublishWorkflowCommand)
 export class PublishWorkflowHandler implements ICommandHandler<PublishWorkflowCommand> {
@@ -65,6 +91,7 @@ export class PublishWorkflowHandler implements ICommandHandler<PublishWorkflowCo
 
   async execute({ principal, workspaceId, name, graph }: PublishWorkflowCommand): Promise<PublishWorkflowResult> {
     requireWorkspaceRole(principal, workspaceId, 'editor');
+    await assertSubworkflowsExist(new WorkflowQueries(this.store), workspaceId, name, graph);
     const workflowId = workflowIdOf(workspaceId, name);
     const digest = workflowGraphDigest(graph);
     const outcome = await handleCommand({

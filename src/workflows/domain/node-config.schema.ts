@@ -95,6 +95,18 @@ export const switchConfigSchema = z.strictObject({
   default: z.array(nodeIdSchema).max(100).optional(),
 });
 
+/**
+ * Runs another workflow of the workspace as a child execution and takes its output
+ * (docs/api.md, "Sub-workflows"). `workflow` must be published in the workspace when this graph is;
+ * `revision` pins one (default: the latest when the child starts); `input` is a JSONata expression
+ * over the node's input giving the child's input (default: the node's input itself).
+ */
+export const subworkflowConfigSchema = z.strictObject({
+  workflow: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a workflow name must be 1-64 characters of A-Z, a-z, 0-9, "_" or "-"'),
+  revision: z.number().int().min(1).optional(),
+  input: transformConfigSchema.shape.expression.optional(),
+});
+
 /** Fails on purpose: lets tests and users exercise retry policies. */
 export const failConfigSchema = z.strictObject({
   code: z.string().min(1).max(128).optional(),
@@ -111,3 +123,4 @@ export type ApprovalConfig = z.output<typeof approvalConfigSchema>;
 export type FailConfig = z.output<typeof failConfigSchema>;
 export type TaskConfig = z.output<typeof taskConfigSchema>;
 export type SwitchConfig = z.output<typeof switchConfigSchema>;
+export type SubworkflowConfig = z.output<typeof subworkflowConfigSchema>;

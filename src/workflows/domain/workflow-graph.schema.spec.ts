@@ -75,7 +75,7 @@ describe('the publish body', () => {
       const [issue] = issuesOf(oneNode({ id: 'a', type: 'shell', config: { cmd: 'rm -rf /' } }));
       expect(issue).toEqual({
         path: 'nodes[0].type',
-        message: 'unknown node type; expected one of noop, delay, transform, code, http, approval, fail, task, switch, map',
+        message: 'unknown node type; expected one of noop, delay, transform, code, http, approval, fail, task, switch, map, subworkflow',
       });
     });
 

@@ -7,6 +7,7 @@ import {
   httpConfigSchema,
   noopConfigSchema,
   switchConfigSchema,
+  subworkflowConfigSchema,
   taskConfigSchema,
   transformConfigSchema,
 } from './node-config.schema.js';
@@ -58,7 +59,19 @@ export const timeoutsSchema = z.strictObject({
 /** When a node may run, given its predecessors' final states. */
 export const triggerSchema = z.enum(['all_success', 'all_done', 'one_success']);
 
-export const NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'approval', 'fail', 'task', 'switch', 'map'] as const;
+export const NODE_TYPES = [
+  'noop',
+  'delay',
+  'transform',
+  'code',
+  'http',
+  'approval',
+  'fail',
+  'task',
+  'switch',
+  'map',
+  'subworkflow',
+] as const;
 
 /** What every node has besides its id, type, config and trigger (a map's inner node has these too). */
 const runFields = {
@@ -129,6 +142,7 @@ export const workflowNodeSchema = z.discriminatedUnion(
     nodeOf('task', taskConfigSchema),
     nodeOf('switch', switchConfigSchema),
     nodeOf('map', mapConfigSchema),
+    nodeOf('subworkflow', subworkflowConfigSchema),
   ],
   {
     error: (issue) => (issue.code === 'invalid_union' ? `unknown node type; expected one of ${NODE_TYPES.join(', ')}` : undefined),

@@ -1,0 +1,269 @@
+import { systemActor } from '../../core/actors.js';
+import type { Clock } from '../../core/clock.port.js';
+import { InvalidStateError, NotFoundError } from '../../core/errors.js';
+import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
+import { uuidV5 } from '../../core/ids.js';
+import type { Logger } from '../../core/logger.js';
+import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
+import type { RecordChildResult } from '../../executions/domain/execution.commands.js';
+import { executionStreamId, parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
+import type { ExecutionEvent, ExecutionEventOf } from '../../executions/domain/execution.events.js';
+import { isFinal } from '../../executions/domain/execution.state.js';
+import {
+  type CheckpointStore,
+  CheckpointThrottle,
+  type RunningSubscription,
+  startCheckpointedSubscription,
+} from '../../postgres/checkpoint-store.js';
+import type { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
+import type { ChildLink, ChildLinks } from '../infrastructure/child-links.js';
+
+export const SUBWORKFLOWS_ACTOR = systemActor('subworkflows');
+
+/**
+ * Fault injection for tests: awaited at the step named. A hook that never resolves stands for a
+ * process stopped there; the next manager must finish the work.
+ */
+export interface SubworkflowHooks {
+  /** The child's stream was started; the parent's checkpoint has not moved past its request. */
+  afterChildStarted?(link: ChildLink): Promise<void> | void;
+}
+
+export interface SubworkflowManagerDeps {
+  store: EventStore;
+  executions: Pick<ExecutionStreams, 'handle' | 'load' | 'ids'>;
+  workflows: Pick<WorkflowQueries, 'getRevision'>;
+  checkpoints: CheckpointStore;
+  links: ChildLinks;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface SubworkflowManagerOptions {
+  /** Checkpoint name; managers with one name share their progress. */
+  name?: string;
+  batchSize?: number;
+  hooks?: SubworkflowHooks;
+}
+
+type ChildRequest = ExecutionEventOf<'ChildExecutionStarted'>['data'] & { parentExecutionId: string; workspaceId: string };
+type Ending = Extract<ExecutionEvent, { type: 'ExecutionSucceeded' | 'ExecutionFailed' | 'ExecutionTimedOut' | 'ExecutionCancelled' }>;
+
+const EXECUTION_PREFIX = executionStreamId('');
+const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
+/** Commands a batch sends at once (each to its own execution stream, or retried on a conflict). */
+const CONCURRENCY = 16;
+
+/**
+ * The process manager of sub-workflows (docs/architecture.md, "Sub-workflows"), run by the
+ * dispatcher role. A checkpointed subscription of the execution streams:
+ *
+ * - `ChildExecutionStarted` on a parent: records the link, then starts the child's stream under
+ *   its derived id (a second start is a replay), unless the parent no longer waits for it.
+ * - An execution that ends and is an open child: records its end on the parent
+ *   (`RecordChildResult`), then marks the link ended.
+ * - `CancelRequested`, or any end, of an execution with open children: cancels them (each child's
+ *   own cancel reaches its children the same way, level by level).
+ *
+ * Every step is idempotent and the links are written before the step that needs them, so a
+ * crash anywhere is finished by reading the log again from the checkpoint, never done twice.
+ */
+export class SubworkflowManager {
+  private readonly options: Required<Omit<SubworkflowManagerOptions, 'hooks'>> & { hooks: SubworkflowHooks };
+  private subscription: RunningSubscription | null = null;
+  private readonly throttle = new CheckpointThrottle();
+  /** Children whose end is not recorded on their parent, by child id: loaded on resume, then kept up. */
+  private readonly open = new Map<string, ChildLink>();
+  private saving: Promise<void> = Promise.resolve();
+  /** Stores a position skipped by batches that changed nothing once its interval passed. */
+  private idleTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly deps: SubworkflowManagerDeps,
+    options: SubworkflowManagerOptions = {},
+  ) {
+    this.options = { name: options.name ?? 'subworkflows', batchSize: options.batchSize ?? 500, hooks: options.hooks ?? {} };
+  }
+
+  start(): void {
+    if (this.subscription) return;
+    this.subscription = startCheckpointedSubscription({
+      name: this.options.name,
+      store: this.deps.store,
+      checkpoints: this.deps.checkpoints,
+      streamPrefixes: [EXECUTION_PREFIX],
+      batchSize: this.options.batchSize,
+      handle: (batch) => this.track(batch),
+      onResume: () => this.resume(),
+      logger: this.deps.logger,
+    });
+    this.idleTimer = setInterval(() => {
+      this.saveCheckpoint(() => this.throttle.due()).catch((error: unknown) =>
+        this.deps.logger.warn('storing the subworkflow manager checkpoint failed', { err: error }),
+      );
+    }, 1_000);
+    this.idleTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    const subscription = this.subscription;
+    this.subscription = null;
+    if (this.idleTimer !== null) clearInterval(this.idleTimer);
+    this.idleTimer = null;
+    await subscription?.stop();
+    await this.saving;
+  }
+
+  async resume(): Promise<void> {
+    this.open.clear();
+    for (const link of await this.deps.links.open()) this.open.set(link.childExecutionId, link);
+  }
+
+  async track(batch: readonly RecordedEvent[]): Promise<void> {
+    const requests: ChildRequest[] = [];
+    const ends: { link: ChildLink; event: Ending }[] = [];
+    const cancels = new Set<string>();
+    for (const recorded of batch) {
+      const { type } = recorded;
+      if (type !== 'ChildExecutionStarted' && type !== 'CancelRequested' && !ENDINGS.has(type)) continue;
+      const executionId = recorded.streamId.slice(EXECUTION_PREFIX.length);
+      const event = parseExecutionEvent(recorded);
+      if (event.type === 'ChildExecutionStarted') {
+        const workspaceId = String(recorded.metadata['workspaceId'] ?? '');
+        requests.push({ ...event.data, parentExecutionId: executionId, workspaceId });
+        continue;
+      }
+      cancels.add(executionId);
+      const link = this.open.get(executionId);
+      if (link !== undefined && event.type !== 'CancelRequested') ends.push({ link, event: event as Ending });
+    }
+    const last = batch[batch.length - 1];
+    if (last === undefined) return;
+    // Starts first: a cancel of the parent read in the same batch then finds the child.
+    await inChunks(requests, (request) => this.startChild(request));
+    const cancelled = cancels.size === 0 ? [] : [...this.open.values()].filter((link) => cancels.has(link.parentExecutionId));
+    await inChunks(cancelled, (link) => this.cancelChild(link));
+    await inChunks(ends, ({ link, event }) => this.recordEnd(link, event));
+    const changed = requests.length + ends.length + cancelled.length > 0;
+    await this.saveCheckpoint(() => (this.throttle.shouldSave(changed, last.position) ? last.position : null));
+  }
+
+  /** Checkpoint writes one at a time, so that a late idle save never moves the checkpoint back. */
+  private saveCheckpoint(position: () => string | null): Promise<void> {
+    const saved = this.saving.then(async () => {
+      const at = position();
+      if (at !== null) await this.deps.checkpoints.save(this.options.name, at);
+    });
+    this.saving = saved.catch(() => undefined);
+    return saved;
+  }
+
+  private async startChild(request: ChildRequest): Promise<void> {
+    const link: ChildLink = {
+      childExecutionId: request.childExecutionId,
+      parentExecutionId: request.parentExecutionId,
+      nodeId: request.nodeId,
+      workspaceId: request.workspaceId,
+    };
+    const { state: parent } = await this.deps.executions.load(request.parentExecutionId);
+    // The parent no longer waits for this child (it ended, or a cancel came first): start nothing.
+    if (parent.children?.[request.childExecutionId]?.status !== 'running' || isFinal(parent) || parent.cancelRequest) return;
+    await this.deps.links.add([link]);
+    this.open.set(link.childExecutionId, link);
+    const input = request.input;
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+      await this.startFailed(link, 'the input of a child execution must be a JSON object');
+      return;
+    }
+    let workflow;
+    try {
+      workflow = await this.deps.workflows.getRevision(request.workspaceId, request.workflow, request.revision ?? undefined);
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      await this.startFailed(link, error.message);
+      return;
+    }
+    const childId = request.childExecutionId;
+    await this.deps.executions.handle(
+      childId,
+      {
+        type: 'StartExecution',
+        data: {
+          executionId: childId,
+          workspaceId: request.workspaceId,
+          workflow: {
+            workflowId: workflow.workflowId,
+            name: workflow.name,
+            revision: workflow.revision,
+            digest: workflow.digest,
+            graph: workflow.graph,
+          },
+          input: input as Record<string, unknown>,
+          idempotency: null,
+          attemptId: uuidV5(`${childId}:attempt:1`),
+          // A child runs under its parent's quota slot: waiting for one of its own could wait for ever.
+          waitFor: null,
+          parent: { executionId: request.parentExecutionId, nodeId: request.nodeId, depth: request.depth },
+        },
+        metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
+      },
+      { eventIds: (index) => uuidV5(`${childId}:start:${index}`) },
+    );
+    await this.options.hooks.afterChildStarted?.(link);
+  }
+
+  /** The child could not start: its node fails as if the child had. */
+  private async startFailed(link: ChildLink, message: string): Promise<void> {
+    this.deps.logger.warn('a child execution could not start', { ...link, reason: message });
+    await this.record(link, { outcome: 'failed', error: { code: 'child_start_failed', message, retryable: false } });
+  }
+
+  private async recordEnd(link: ChildLink, event: Ending): Promise<void> {
+    switch (event.type) {
+      case 'ExecutionSucceeded':
+        return this.record(link, { outcome: 'succeeded', output: event.data.output });
+      case 'ExecutionFailed':
+        return this.record(link, { outcome: 'failed', error: event.data.error });
+      case 'ExecutionTimedOut':
+        return this.record(link, { outcome: 'timed_out', error: { code: 'execution_timed_out', message: event.data.reason } });
+      case 'ExecutionCancelled':
+        return this.record(link, {
+          outcome: 'cancelled',
+          error: { code: 'execution_cancelled', message: event.data.reason ?? 'cancelled' },
+        });
+    }
+  }
+
+  private async record(link: ChildLink, end: Omit<RecordChildResult['data'], 'childExecutionId' | 'nextAttemptId'>): Promise<void> {
+    try {
+      await this.deps.executions.handle(link.parentExecutionId, {
+        type: 'RecordChildResult',
+        data: { ...end, childExecutionId: link.childExecutionId, nextAttemptId: this.deps.executions.ids.uuid() },
+        metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
+      });
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      this.deps.logger.warn('the parent of a child execution was not found', { ...link });
+    }
+    await this.deps.links.markEnded([link.childExecutionId]);
+    this.open.delete(link.childExecutionId);
+  }
+
+  /** The parent was cancelled or ended: its running child is cancelled (an ended one answers no change). */
+  private async cancelChild(link: ChildLink): Promise<void> {
+    try {
+      await this.deps.executions.handle(link.childExecutionId, {
+        type: 'RequestCancel',
+        data: { reason: `parent execution ${link.parentExecutionId} was cancelled or ended` },
+        metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
+      });
+    } catch (error) {
+      // Already over (its end is recorded as it comes), or never started (its start failed).
+      if (!(error instanceof InvalidStateError) && !(error instanceof NotFoundError)) throw error;
+    }
+  }
+}
+
+async function inChunks<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += CONCURRENCY) await Promise.all(items.slice(i, i + CONCURRENCY).map(work));
+}
