@@ -86,8 +86,10 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info('stopping', { signal });
-    await worker?.stop();
+    logger.info('stopping', { signal, graceMs: config.shutdownGraceMs });
+    // Attempts finish, or are handed back once the grace has passed; then every role stops,
+    // committing offsets and checkpoints and releasing its leases.
+    await worker?.stop({ graceMs: config.shutdownGraceMs });
     await metricsServer?.close();
     await app.close();
     await infra.close();
@@ -135,8 +137,8 @@ async function runWorkerOnly(
   let metricsServer: MetricsServer | null = null;
   if (metrics !== undefined && config.metricsPort !== null) metricsServer = await serveMetrics(metrics, config.host, config.metricsPort);
   const stop = async (signal: string) => {
-    logger.info('stopping', { signal });
-    await worker.stop();
+    logger.info('stopping', { signal, graceMs: config.shutdownGraceMs });
+    await worker.stop({ graceMs: config.shutdownGraceMs });
     await metricsServer?.close();
     await bus.close();
     await tracing?.shutdown();

@@ -102,6 +102,10 @@ describe('loadConfig', () => {
       FLOSTRA_RETENTION_DAYS: '30',
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
       LOG_LEVEL: 'DEBUG',
+      FLOSTRA_LEASE_TTL_MS: '6000',
+      FLOSTRA_LEASE_RENEW_MS: '2000',
+      FLOSTRA_LEASE_POLL_MS: '250',
+      FLOSTRA_SHUTDOWN_GRACE_MS: '5000',
     });
     expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
     expect(config.secretsPreviousKeys.map((key) => key.bytes)).toEqual([Buffer.alloc(32, 0xcd)]);
@@ -137,8 +141,16 @@ describe('loadConfig', () => {
       retentionDays: 30,
       otlpEndpoint: 'http://127.0.0.1:4318',
       logLevel: 'debug',
+      leases: { ttlMs: 6_000, renewMs: 2_000, pollMs: 250 },
+      shutdownGraceMs: 5_000,
     });
     expect(isEmbedded(config)).toBe(false);
+  });
+
+  it('refuses a lease renewal interval above half the TTL', () => {
+    expect(() => loadConfig({ FLOSTRA_LEASE_TTL_MS: '3000', FLOSTRA_LEASE_RENEW_MS: '2000' })).toThrow(
+      'FLOSTRA_LEASE_RENEW_MS: expected at most half of FLOSTRA_LEASE_TTL_MS (3000), got "2000"',
+    );
   });
 
   it.each([

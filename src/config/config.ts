@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_LEASE_TIMINGS } from '../core/lease.port.js';
 import type { LogThreshold } from '../core/logger.js';
 
 /** The processes one Flostra binary can run (docs/architecture.md, "Processes and roles"). */
@@ -29,6 +30,9 @@ export const DEFAULT_SSE_MAX_STREAMS = 5_000;
 
 /** Workspaces with metric series of their own (FLOSTRA_METRICS_MAX_WORKSPACES). */
 export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
+
+/** How long a stopping process waits for its running work (FLOSTRA_SHUTDOWN_GRACE_MS). */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 20_000;
 
 /** Start-up stops on it; the message names every offending variable. */
 export class ConfigError extends Error {
@@ -222,6 +226,10 @@ const envSchema = z.object({
       ? days
       : fail(ctx, 'expected a whole number of days 1-36500 after which ended executions are deleted (unset: kept forever)');
   }),
+  FLOSTRA_LEASE_TTL_MS: integer(DEFAULT_LEASE_TIMINGS.ttlMs, 300, 600_000, ' number of milliseconds'),
+  FLOSTRA_LEASE_RENEW_MS: integer(DEFAULT_LEASE_TIMINGS.renewMs, 100, 300_000, ' number of milliseconds'),
+  FLOSTRA_LEASE_POLL_MS: integer(DEFAULT_LEASE_TIMINGS.pollMs, 50, 60_000, ' number of milliseconds'),
+  FLOSTRA_SHUTDOWN_GRACE_MS: integer(DEFAULT_SHUTDOWN_GRACE_MS, 0, 3_600_000, ' number of milliseconds'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
     const scheme = urlScheme(raw);
@@ -297,6 +305,10 @@ function toConfig(env: Env) {
     /** Spans are exported over OTLP/HTTP there; null: tracing is off (no SDK is loaded). */
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
     logLevel: env.LOG_LEVEL,
+    /** Leases of the single-writer roles (docs/operations.md, "Leases and failover"). */
+    leases: { ttlMs: env.FLOSTRA_LEASE_TTL_MS, renewMs: env.FLOSTRA_LEASE_RENEW_MS, pollMs: env.FLOSTRA_LEASE_POLL_MS },
+    /** How long SIGTERM waits for running attempts and batches before the process exits anyway. */
+    shutdownGraceMs: env.FLOSTRA_SHUTDOWN_GRACE_MS,
   };
 }
 
@@ -342,6 +354,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
             message: `expected at most FLOSTRA_HTTP_REQUEST_TIMEOUT_MS (${env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS})`,
           });
         }
+      }
+      // A holder must get at least one renewal in before its lease runs out.
+      if (env.FLOSTRA_LEASE_RENEW_MS * 2 > env.FLOSTRA_LEASE_TTL_MS) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['FLOSTRA_LEASE_RENEW_MS'],
+          message: `expected at most half of FLOSTRA_LEASE_TTL_MS (${env.FLOSTRA_LEASE_TTL_MS})`,
+        });
       }
     })
     .safeParse(raw);

@@ -55,6 +55,8 @@ export interface Metrics extends MetricSources {
   httpRequest(method: string, route: string, status: number, seconds: number | null): void;
   /** Bytes written to SSE clients. */
   sseBytesSent(bytes: number): void;
+  /** This process began (true) or stopped (false) holding a lease of `role` (`flostra_lease_held`: how many it holds). */
+  leaseHeld(role: string, held: boolean): void;
 }
 
 const nothing = () => undefined;
@@ -74,6 +76,7 @@ export const NO_METRICS: Metrics = {
   eventStoreAppend: nothing,
   httpRequest: nothing,
   sseBytesSent: nothing,
+  leaseHeld: nothing,
 };
 
 export const METRICS = Symbol('Metrics');

@@ -1,10 +1,13 @@
 import { Inject, Injectable, Module, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { BUS, type Bus } from '../core/bus.port.js';
+import type { Leadership } from '../core/leadership.js';
 import { CLOCK, type Clock } from '../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { METRICS, type Metrics } from '../core/metrics.port.js';
 import { CheckpointStore } from '../postgres/checkpoint-store.js';
+import { startLeaderRole } from '../postgres/leader-role.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './application/dispatcher.js';
 import { DispatchSchedule } from './infrastructure/dispatch-schedule.js';
@@ -21,10 +24,14 @@ export async function createDispatcher(
   return new Dispatcher({ ...deps, checkpoints, schedule, unclaimed }, options);
 }
 
-/** Runs the dispatcher while the module lives (the app imports the module when FLOSTRA_ROLES names the role). */
+/**
+ * Runs the dispatcher while the module lives (the app imports the module when FLOSTRA_ROLES
+ * names the role): in the one process of all that holds the `dispatcher` lease, its writes fenced
+ * by the lease's epoch; the others stand by.
+ */
 @Injectable()
 export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
-  private dispatcher: Dispatcher | null = null;
+  private leadership: Leadership | null = null;
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -33,22 +40,34 @@ export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(METRICS) private readonly metrics: Metrics,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async onModuleInit(): Promise<void> {
     const logger = this.logger.child({ component: 'dispatcher' });
-    const { store, bus, sql, clock, metrics } = this;
-    this.dispatcher = await createDispatcher({ store, bus, sql, clock, logger, metrics });
-    await this.dispatcher.start();
-    logger.info('dispatcher started');
+    const { store, bus, clock, metrics } = this;
+    this.leadership = await startLeaderRole({
+      role: 'dispatcher',
+      sql: this.sql,
+      logger,
+      metrics,
+      timings: this.config.leases,
+      lead: async (sql) => {
+        const dispatcher = await createDispatcher({ store, bus, sql, clock, logger, metrics });
+        await dispatcher.start();
+        logger.info('dispatcher started');
+        return dispatcher;
+      },
+    });
   }
 
+  /** Stops dispatching (the batch in hand is finished) and releases the lease. */
   async onModuleDestroy(): Promise<void> {
-    await this.dispatcher?.stop();
-    this.dispatcher = null;
+    await this.leadership?.stop();
+    this.leadership = null;
   }
 }
 
-/** Needs the global EVENT_STORE, BUS, READ_MODEL_SQL, CLOCK, LOGGER and METRICS providers. */
+/** Needs the global APP_CONFIG, EVENT_STORE, BUS, READ_MODEL_SQL, CLOCK, LOGGER and METRICS providers. */
 @Module({ providers: [DispatcherProcess] })
 export class DispatchModule {}

@@ -56,6 +56,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly httpDurations: Histogram<'method' | 'route' | 'status_class'>;
   private readonly sseBytes: Counter;
   private readonly lagEvents: Gauge<'read_model'>;
+  private readonly leases: Gauge<'role'>;
   private readonly lagSeconds: Gauge<'read_model'>;
   private readonly consumerLagGauge: Gauge<'group' | 'topic'>;
 
@@ -132,6 +133,12 @@ export class PrometheusMetrics implements Metrics {
     this.sseBytes = new Counter({
       name: 'flostra_sse_sent_bytes_total',
       help: 'Bytes written to Server-Sent Events clients.',
+      registers,
+    });
+    this.leases = new Gauge({
+      name: 'flostra_lease_held',
+      help: 'Leases this process holds, by role: 1 for the active dispatcher, admission or watchdog, one per running read model for the projector.',
+      labelNames: ['role'],
       registers,
     });
     const sseSources = this.sseSources;
@@ -213,6 +220,11 @@ export class PrometheusMetrics implements Metrics {
 
   nodeRan(nodeType: string, outcome: string, seconds: number): void {
     this.child(`n|${nodeType}|${outcome}`, () => this.nodes.labels({ node_type: nodeType, outcome })).observe(nonNegative(seconds));
+  }
+
+  leaseHeld(role: string, held: boolean): void {
+    if (held) this.leases.inc({ role });
+    else this.leases.dec({ role });
   }
 
   dispatched(seconds: number): void {

@@ -7,11 +7,15 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { EVENT_STORE, type EventStore } from '../core/event-store.port.js';
+import { DEFAULT_LEASE_TIMINGS, type LeaseTimings } from '../core/lease.port.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { METRICS, type Metrics, type ProjectionLagSample } from '../core/metrics.port.js';
 import { readCatalog } from './projection-catalog.js';
-import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
+import { LeaseLocks } from '../postgres/lease-locks.js';
+import { READ_MODEL_SQL, type SessionLocks, type SqlClient } from '../postgres/sql-client.port.js';
+import { newHolderId, SqlLeases } from '../postgres/sql-leases.js';
 import type { AnyProjectionDefinition } from './projection-definition.js';
 import { ProjectionSignals } from './projection-signals.js';
 import { Projector, type ProjectorOptions } from './projector.js';
@@ -76,6 +80,25 @@ class ProjectorLifecycle implements OnApplicationBootstrap, OnApplicationShutdow
   }
 }
 
+/**
+ * One runner per read-model version across processes: leases on a shared server, so that a
+ * paused process loses its runners after the TTL; the in-process locks of a database only this
+ * process opens (PGlite), where no other process could take over anyway.
+ */
+async function runnerLocks(sql: SqlClient, logger: Logger, metrics: Metrics, timings: LeaseTimings): Promise<SessionLocks | undefined> {
+  if (sql.inProcess === true) return undefined;
+  const store = await SqlLeases.open(sql);
+  const log = logger.child({ component: 'projector' });
+  return new LeaseLocks({
+    store,
+    role: 'projector',
+    holder: newHolderId(),
+    timings,
+    logger: log,
+    onHeld: (held) => metrics.leaseHeld('projector', held),
+  });
+}
+
 /** Events counted behind a read model per scrape, at most. */
 const LAG_SCAN_LIMIT = 1_000;
 
@@ -111,14 +134,28 @@ export class ProjectorModule {
       ReadConsistency,
       {
         provide: Projector,
-        inject: [READ_MODEL_SQL, EVENT_STORE, PROJECTION_DEFINITIONS, ProjectionSignals, LOGGER, PROJECTION_CATALOG_READY],
-        useFactory: (
+        inject: [
+          READ_MODEL_SQL,
+          EVENT_STORE,
+          PROJECTION_DEFINITIONS,
+          ProjectionSignals,
+          LOGGER,
+          METRICS,
+          { token: APP_CONFIG, optional: true },
+          PROJECTION_CATALOG_READY,
+        ],
+        useFactory: async (
           sql: SqlClient,
           store: EventStore,
           definitions: readonly AnyProjectionDefinition[],
           signals: ProjectionSignals,
           logger: Logger,
-        ) => new Projector({ sql, store, definitions, signals, logger, options: options.projector }),
+          metrics: Metrics,
+          config: AppConfig | undefined,
+        ) => {
+          const locks = options.run ? await runnerLocks(sql, logger, metrics, config?.leases ?? DEFAULT_LEASE_TIMINGS) : undefined;
+          return new Projector({ sql, store, definitions, signals, logger, options: options.projector, locks });
+        },
       },
       ProjectorLifecycle,
     ];

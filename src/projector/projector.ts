@@ -50,6 +50,8 @@ export interface ProjectorDependencies {
   signals: ProjectionSignals;
   logger: Logger;
   options?: Partial<ProjectorOptions>;
+  /** The locks that keep one runner per version across processes; default: the database's session locks. */
+  locks?: SessionLocks;
 }
 
 /** One runner this process runs. */
@@ -88,7 +90,7 @@ export class Projector {
   constructor(private readonly deps: ProjectorDependencies) {
     this.options = { ...DEFAULT_PROJECTOR_OPTIONS, ...deps.options };
     this.shared = new SharedTransactions(deps.sql);
-    this.locks = deps.sql.sessionLocks();
+    this.locks = deps.locks ?? deps.sql.sessionLocks();
     this.log = deps.logger.child({ component: 'projector' });
   }
 

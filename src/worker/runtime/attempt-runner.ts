@@ -31,6 +31,12 @@ export interface AttemptRunnerOptions {
   ingestWatch?: IngestWatch;
   /** Attempt and node durations are measured here. */
   metrics?: Pick<Metrics, 'attemptRan' | 'nodeRan'>;
+  /**
+   * Aborts when the process stops and its grace has passed: running attempts stop where they
+   * are and report nothing. Their leases run out and the watchdog retries them elsewhere, from
+   * the nodes already recorded.
+   */
+  handBack?: AbortSignal;
 }
 
 export type AttemptEnd = 'not_claimed' | 'succeeded' | 'failed' | 'cancelled' | 'suspended' | 'lease_lost';
@@ -85,6 +91,9 @@ export class AttemptRunner {
     }
     const controller = new AbortController();
     const keeper = new LeaseKeeper(client, { ...claim, workerId }, controller, log);
+    const handBack = () => controller.abort();
+    this.options.handBack?.addEventListener('abort', handBack, { once: true });
+    if (this.options.handBack?.aborted === true) controller.abort();
     const publisher = new ResultPublisher(
       this.options.bus,
       { executionId: claim.executionId, attemptId: claim.attemptId, workerId, fencingToken: claim.fencingToken },
@@ -153,8 +162,9 @@ export class AttemptRunner {
             published = true;
             return 'cancelled';
           }
-          // The lease is gone: anything reported now would be refused, so report nothing.
-          log.warn('attempt stopped after losing its lease');
+          // The lease is gone (or handed back): anything reported now could be refused, so report nothing.
+          if (this.options.handBack?.aborted === true) log.warn('attempt handed back: the process is stopping');
+          else log.warn('attempt stopped after losing its lease');
           return 'lease_lost';
       }
       throw new Error(`unknown run outcome ${(result as { outcome: string }).outcome}`);
@@ -164,6 +174,7 @@ export class AttemptRunner {
     } finally {
       // Anything still held has no one left to travel with: the attempt ended without it.
       publisher.discard();
+      this.options.handBack?.removeEventListener('abort', handBack);
       if (published) keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3), this.options.ingestWatch);
       else keeper.stop();
     }

@@ -54,6 +54,8 @@ export class WorkerService {
   private readonly seen = new Map<string, true>();
   /** Attempts running in this process now, by attemptId. */
   private readonly running = new Map<string, Promise<void>>();
+  /** Aborted by `stop` once its grace has passed: running attempts are handed back. */
+  private readonly handBack = new AbortController();
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -76,6 +78,7 @@ export class WorkerService {
       nodeConcurrency: options.nodeConcurrency,
       ingestWatch: this.ingestWatch,
       metrics: options.metrics,
+      handBack: this.handBack.signal,
     });
   }
 
@@ -104,10 +107,24 @@ export class WorkerService {
     });
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops taking dispatches and waits for the attempts running here, committing their offsets.
+   * Those still running after `graceMs` (default: no bound) are handed back: they stop without
+   * reporting, and the watchdog retries them once their leases run out.
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
     this.stopping = true;
     this.stopReportingLag();
+    const grace =
+      options.graceMs === undefined
+        ? null
+        : setTimeout(() => {
+            if (this.running.size > 0)
+              this.options.logger.warn('shutdown grace passed; handing running attempts back', { attempts: this.running.size });
+            this.handBack.abort();
+          }, options.graceMs);
     await this.consumer?.stop();
+    if (grace !== null) clearTimeout(grace);
     this.consumer = null;
     this.ingestWatch.stop();
     this.client.close();
