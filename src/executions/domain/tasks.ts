@@ -103,12 +103,15 @@ export function failedInTry(s: StartedExecution): Record<string, ExecutionError>
   return failed;
 }
 
+/** Node types whose result comes from a fact outside the attempt: a task's end, a timer, a signal. */
+const WAITING_NODE_TYPES = new Set(['task', 'delay', 'wait_signal']);
+
 function waitsOutside(s: StartedExecution, nodeId: string): boolean {
-  return s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type === 'task';
+  return WAITING_NODE_TYPES.has(s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type ?? '');
 }
 
 /** The node's wait is over in this try: its task succeeded, or failed past its retries. */
-function settledInTry(s: StartedExecution, nodeId: string): boolean {
+export function settledInTry(s: StartedExecution, nodeId: string): boolean {
   const node = s.nodes[nodeId];
   if (node?.status === 'succeeded') return true;
   return node?.status === 'failed' && currentTryAttemptIds(s).has(node.attemptId);
@@ -144,7 +147,7 @@ export function scheduleTask(
         nodeId: data.nodeId,
         attemptId: data.attemptId,
         queue: config.queue,
-        input: data.wait?.input ?? null,
+        input: data.wait?.kind === 'task' ? data.wait.input : null,
         taskAttempt: 1,
         timeoutMs: config.timeoutMs,
         heartbeatTimeoutMs: config.heartbeatTimeoutMs,
@@ -325,8 +328,8 @@ function afterTaskEnded(
  * suspend again at the same waits; the end of the last of them resumes. (A failure always
  * resumes: the try then fails without waiting for the others.)
  */
-function goesOn(s: StartedExecution, nodeId: string): boolean {
-  const others = s.waits.filter((w) => w.nodeId !== nodeId && !(w.kind === 'task' && settledInTry(s, w.nodeId)));
+export function goesOn(s: StartedExecution, nodeId: string): boolean {
+  const others = s.waits.filter((w) => w.nodeId !== nodeId && !(w.kind !== 'approval' && settledInTry(s, w.nodeId)));
   if (others.length === 0) return true;
   const tryAttempts = currentTryAttemptIds(s);
   const final = (id: string) => {
@@ -343,7 +346,7 @@ function goesOn(s: StartedExecution, nodeId: string): boolean {
  * recorded results. A running or queued attempt needs none: a queued one reads the results when
  * claimed, and a running one, unaware of them, suspends and is resumed then (`suspendAttempt`).
  */
-function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
+export function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
   if (isFinal(s) || s.cancelRequest) return [];
   const attempt = currentAttempt(s);
   if (attempt?.status !== 'suspended') return [];
@@ -375,12 +378,15 @@ export function suspendAttempt(
   s: StartedExecution,
   command: CompleteAttempt,
   awaitApproval: (approval: { nodeId: string; action: unknown }) => ExecutionEvent,
+  /** The attempt's `delay` and `wait_signal` nodes, checked (durable-waits.ts). */
+  durable: { waits: Wait[]; settled: boolean } = { waits: [], settled: false },
 ): ExecutionEvent[] {
   const { data, metadata } = command;
   const at = iso(metadata.now);
   const approval = data.approval;
   const taskNodes = [...new Set(data.tasks ?? [])];
-  if (!approval && taskNodes.length === 0) throw new InvalidStateError('a suspended attempt must name what it waits for');
+  if (!approval && taskNodes.length === 0 && durable.waits.length === 0)
+    throw new InvalidStateError('a suspended attempt must name what it waits for');
   if (approval) {
     const node = s.workflow.graph.nodes.find((n) => n.id === approval.nodeId);
     if (!node || node.type !== 'approval') throw new InvalidStateError(`node ${approval.nodeId} is not an approval node`);
@@ -400,8 +406,9 @@ export function suspendAttempt(
   const waits: Wait[] = [
     ...(approval ? [{ nodeId: approval.nodeId, kind: 'approval' as const }] : []),
     ...taskNodes.map((nodeId) => ({ nodeId, kind: 'task' as const })),
+    ...durable.waits,
   ];
-  const settled = taskNodes.some((nodeId) => settledInTry(s, nodeId));
+  const settled = durable.settled || taskNodes.some((nodeId) => settledInTry(s, nodeId));
   const suspended: ExecutionEvent = { type: 'AttemptSuspended', data: { attemptId: data.attemptId, waits, at } };
   // Resuming once the suspension is recorded: nextAttemptNumber counts the suspended attempt already.
   return [

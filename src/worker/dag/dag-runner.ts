@@ -6,6 +6,13 @@ import { abortableSleep, tryNode, type TriesOutcome, type TryNodeOptions } from 
 
 export const DEFAULT_CONCURRENCY = 4;
 
+type WaitKind = 'task' | 'timer' | 'signal';
+
+/** What a node of this type waits for outside the run, if anything. */
+function waitKindOf(type: string): WaitKind | undefined {
+  return ({ task: 'task', delay: 'timer', wait_signal: 'signal' } as const)[type as 'task' | 'delay' | 'wait_signal'];
+}
+
 /**
  * `report` rejected: the event may not have reached the control plane, so the run stops (running
  * nodes are aborted and awaited) and this error leaves `runDag`. It is an infrastructure failure
@@ -63,8 +70,8 @@ class DagRun {
   private readonly ready: string[] = [];
   private readonly running = new Map<string, Promise<Settlement>>();
   private readonly approvals: PendingApproval[] = [];
-  /** Task nodes whose task was asked for in this run. */
-  private readonly waitingTasks: string[] = [];
+  /** Nodes whose wait was asked for in this run (tasks, timers, signals). */
+  private readonly waiting: { readonly nodeId: string; readonly kind: WaitKind }[] = [];
   private firstFailure: { readonly nodeId: string; readonly error: ExecutionError } | undefined;
   private readonly tryOptions: TryNodeOptions;
   /** Pure nodes running whose node_started is held with their result. */
@@ -104,9 +111,12 @@ class DagRun {
     return this.result();
   }
 
-  /** Task nodes: their output is the input of a task the control plane hands out; the run waits for its end. */
+  /**
+   * Task nodes (their output is the input of a task the control plane hands out), `delay` nodes
+   * (a durable timer) and `wait_signal` nodes: the run asks for the wait and goes on without them.
+   */
   private waitsOutside(nodeId: string): boolean {
-    return this.state.node(nodeId).type === 'task';
+    return waitKindOf(this.state.node(nodeId).type) !== undefined;
   }
 
   /** Held rather than reported: only when the reporter can hold events. */
@@ -220,8 +230,9 @@ class DagRun {
     this.startNotReported.delete(nodeId);
     this.state.record(nodeId, { status: 'waiting' });
     if (this.aborted) return;
-    await this.emit({ kind: 'node_waiting', nodeId, wait: { kind: 'task', input } });
-    this.waitingTasks.push(nodeId);
+    const kind = waitKindOf(this.state.node(nodeId).type)!;
+    await this.emit({ kind: 'node_waiting', nodeId, wait: kind === 'task' ? { kind, input } : { kind } });
+    this.waiting.push({ nodeId, kind });
   }
 
   /** Decides nodes whose predecessors are all final; skips cascade through their successors. */
@@ -277,8 +288,16 @@ class DagRun {
     if (this.firstFailure) {
       return { ...base, outcome: 'failed', error: this.firstFailure.error, failedNodeId: this.firstFailure.nodeId };
     }
-    if (this.approvals.length > 0 || this.waitingTasks.length > 0) {
-      return { ...base, outcome: 'suspended', approvals: [...this.approvals], tasks: [...this.waitingTasks] };
+    if (this.approvals.length > 0 || this.waiting.length > 0) {
+      const of = (kind: WaitKind) => this.waiting.filter((w) => w.kind === kind).map((w) => w.nodeId);
+      return {
+        ...base,
+        outcome: 'suspended',
+        approvals: [...this.approvals],
+        tasks: of('task'),
+        timers: of('timer'),
+        signals: of('signal'),
+      };
     }
     return { ...base, outcome: 'succeeded' };
   }

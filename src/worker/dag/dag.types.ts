@@ -42,8 +42,15 @@ export type DagEvent =
   | { readonly kind: 'node_succeeded'; readonly nodeId: string; readonly output: unknown }
   | { readonly kind: 'node_failed'; readonly nodeId: string; readonly error: ExecutionError }
   | { readonly kind: 'node_skipped'; readonly nodeId: string; readonly reason: string }
-  /** A task node asks for its task, with this input; the attempt then waits for it (suspends). */
-  | { readonly kind: 'node_waiting'; readonly nodeId: string; readonly wait: { readonly kind: 'task'; readonly input: unknown } };
+  /**
+   * A task node asks for its task, with this input; a `delay` node for its timer; a `wait_signal`
+   * node for a signal. The attempt then waits for it (suspends).
+   */
+  | {
+      readonly kind: 'node_waiting';
+      readonly nodeId: string;
+      readonly wait: { readonly kind: 'task'; readonly input: unknown } | { readonly kind: 'timer' | 'signal' };
+    };
 
 /** Resolves once the event is durably handed over (e.g. acked by the broker). */
 export type ReportDagEvent = (event: DagEvent) => Promise<void>;
@@ -98,6 +105,9 @@ export type DagResult =
       readonly approvals: readonly PendingApproval[];
       /** Task nodes waiting for their tasks, in the order they were reached. */
       readonly tasks: readonly string[];
+      /** `delay` nodes waiting for their timers, and `wait_signal` nodes for a signal. */
+      readonly timers: readonly string[];
+      readonly signals: readonly string[];
     });
 
 export interface RunDagOptions {

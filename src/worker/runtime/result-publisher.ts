@@ -21,10 +21,13 @@ export interface ResultBody {
   output?: unknown;
   error?: ExecutionError;
   reason?: string;
-  /** `node_waiting`: what the node waits for (a task, with its input). */
-  wait?: { kind: 'task'; input: unknown };
+  /** `node_waiting`: what the node waits for (a task, with its input; a timer; a signal). */
+  wait?: { kind: 'task'; input: unknown } | { kind: 'timer' | 'signal' };
   /** `attempt_suspended`: the task nodes waiting for their tasks. */
   tasks?: readonly string[];
+  /** `attempt_suspended`: the `delay` nodes waiting for their timers, the `wait_signal` nodes for a signal. */
+  timers?: readonly string[];
+  signals?: readonly string[];
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   noopConfigSchema,
   taskConfigSchema,
   transformConfigSchema,
+  waitSignalConfigSchema,
 } from './node-config.schema.js';
 import { nodeIdSchema } from './workflow-identity.js';
 import { MAX_NODE_TIMEOUT_MS, ONE_DAY_MS } from './workflow-graph.limits.js';
@@ -57,7 +58,7 @@ export const timeoutsSchema = z.strictObject({
 /** When a node may run, given its predecessors' final states. */
 export const triggerSchema = z.enum(['all_success', 'all_done', 'one_success']);
 
-export const NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'approval', 'fail', 'task'] as const;
+export const NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'approval', 'fail', 'task', 'wait_signal'] as const;
 
 const nodeOf = <Type extends string, Config extends z.ZodType>(type: Type, config: Config) =>
   z.strictObject({
@@ -85,6 +86,7 @@ export const workflowNodeSchema = z.discriminatedUnion(
     nodeOf('approval', approvalConfigSchema.prefault({})),
     nodeOf('fail', failConfigSchema.prefault({})),
     nodeOf('task', taskConfigSchema),
+    nodeOf('wait_signal', waitSignalConfigSchema),
   ],
   {
     error: (issue) => (issue.code === 'invalid_union' ? `unknown node type; expected one of ${NODE_TYPES.join(', ')}` : undefined),
