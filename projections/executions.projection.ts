@@ -43,7 +43,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   // 3: and `scheduledBy`, the schedule fire that started the execution.
   // 4: `trace_id`, the trace of the start (ExecutionStarted's `traceparent`).
   // 5: and the execution's tasks and waits; `has_open_tasks` finds those with tasks to hand out.
-  version: 5,
+  // 6: and its durable timers, signals and signal waits.
+  version: 6,
   relations: ['executions'],
 
   tables: (suffix) => [

@@ -20,6 +20,7 @@ import { WatchdogModule } from '../watchdog/watchdog.module.js';
 import { SchedulerModule } from '../scheduler/scheduler.module.js';
 import { SchedulesModule } from '../schedules/schedules.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
+import { TimersModule } from '../timers/timers.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
@@ -59,6 +60,7 @@ export function roleModules(config: AppConfig): Type[] {
   if (runsRole(config, 'ingestor')) modules.push(IngestModule);
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
   if (runsRole(config, 'scheduler')) modules.push(SchedulerModule);
+  if (runsRole(config, 'timer')) modules.push(TimersModule);
   return modules;
 }
 

@@ -29,6 +29,13 @@ export const EXECUTION_EVENT_TYPES = [
   'TaskFailed',
   'TaskTimedOut',
   'TaskCancelled',
+  'TimerScheduled',
+  'TimerFired',
+  'TimerCancelled',
+  'SignalReceived',
+  'SignalAwaited',
+  'SignalDelivered',
+  'SignalWaitCancelled',
   'ExecutionSucceeded',
   'ExecutionFailed',
   'ExecutionTimedOut',
@@ -45,7 +52,7 @@ export interface TimelineEvent {
   data: Record<string, unknown>;
 }
 
-export type NodeState = 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'awaiting_approval';
+export type NodeState = 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'awaiting_approval' | 'waiting';
 
 /**
  * Appends the events not seen yet, in the order they came, and answers the same array when there
@@ -110,6 +117,14 @@ export function nodeStates(nodeIds: readonly string[], events: readonly Timeline
       case 'NodeAwaitingApproval':
         if (nodeId !== null) states[nodeId] = 'awaiting_approval';
         break;
+      // A task, a delay's timer or a signal: the node waits for a fact from outside the attempt.
+      case 'TaskScheduled':
+      case 'SignalAwaited':
+        if (nodeId !== null) states[nodeId] = 'waiting';
+        break;
+      case 'TimerScheduled':
+        if (nodeId !== null && event.data['purpose'] === 'delay') states[nodeId] = 'waiting';
+        break;
     }
   }
   return states;
@@ -130,9 +145,16 @@ export function executionStatus(events: readonly TimelineEvent[]): string | null
     else if (event.type === 'ExecutionStarted' || event.type === 'AttemptScheduled' || event.type === 'ExecutionAwaitingSlot')
       status = 'queued';
     else if (event.type === 'AttemptClaimed') status = 'running';
-    else if (event.type === 'AttemptSuspended') status = 'awaiting_approval';
+    else if (event.type === 'AttemptSuspended') status = suspendedOn(event);
   }
   return status;
+}
+
+/** `awaiting_approval` while an approval is among the waits (or before waits were a list), else `waiting`. */
+function suspendedOn(event: TimelineEvent): string {
+  const waits = event.data['waits'];
+  if (!Array.isArray(waits)) return 'awaiting_approval';
+  return waits.some((w) => (w as { kind?: unknown }).kind === 'approval') ? 'awaiting_approval' : 'waiting';
 }
 
 export const isFinished = (status: string | null): boolean =>

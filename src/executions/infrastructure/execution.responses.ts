@@ -79,6 +79,25 @@ const taskView = z.strictObject({
   error: executionErrorSchema.nullable(),
 });
 
+const timerView = z.strictObject({
+  timerId: z.string(),
+  nodeId: identifierField,
+  purpose: z.enum(['delay', 'signal_timeout']),
+  status: z.enum(['scheduled', 'fired', 'cancelled']),
+  dueAt: timestampField,
+  firedAt: nullableTimestamp,
+  lateByMs: z.number().int().min(0).nullable().meta({ description: 'How long after its due time it fired; null until it fired.' }),
+});
+
+const signalView = z.strictObject({
+  signalId: uuidField,
+  name: z.string(),
+  payload: anyJson,
+  sentBy: z.string(),
+  receivedAt: timestampField,
+  deliveredTo: identifierField.nullable().meta({ description: 'The wait_signal node that took it; null while it is kept.' }),
+});
+
 /** `toView`: one execution from the `executions` read model. */
 export const executionViewSchema = z
   .strictObject({
@@ -97,6 +116,8 @@ export const executionViewSchema = z
     attempts: z.array(attemptView),
     nodes: z.array(nodeView).meta({ description: 'In the graph’s node order; only nodes that started.' }),
     tasks: z.array(taskView).meta({ description: 'Every task of the execution’s task nodes, in the order they were scheduled.' }),
+    timers: z.array(timerView).meta({ description: 'Every durable timer (delay nodes, wait_signal time limits), in the order scheduled.' }),
+    signals: z.array(signalView).meta({ description: 'Every signal sent to the execution, in the order received.' }),
     startedAt: timestampField,
     updatedAt: timestampField,
     endedAt: nullableTimestamp,
@@ -152,6 +173,10 @@ export const cancelReplySchema = z
 export const approvalReplySchema = z
   .strictObject({ status: executionStatusField, decision: z.enum(['approve', 'reject']), position: positionField })
   .meta({ id: 'ApprovalReply' });
+
+export const signalReplySchema = z
+  .strictObject({ signalId: uuidField, position: positionField })
+  .meta({ id: 'SignalReply', description: 'With an Idempotency-Key, the same key again answers the first signal’s id.' });
 
 export const redriveReplySchema = z
   .strictObject({ redriveId: uuidField, attemptId: uuidField, attemptNumber: z.number().int().min(1), position: positionField })

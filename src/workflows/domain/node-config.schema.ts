@@ -11,10 +11,12 @@ export const noopConfigSchema = z.strictObject({});
  * A durable wait: `ms` from when the node is reached, or until an absolute time (`until`,
  * ISO-8601 with an offset). The control plane records the due time once; no worker waits.
  */
-export const delayConfigSchema = z.union([
-  z.strictObject({ ms: z.number().int().min(0).max(ONE_DAY_MS) }),
-  z.strictObject({ until: z.iso.datetime({ offset: true }) }),
-]);
+export const delayConfigSchema = z
+  .strictObject({
+    ms: z.number().int().min(0).max(ONE_DAY_MS).optional(),
+    until: z.iso.datetime({ offset: true }).optional(),
+  })
+  .refine((config) => (config.ms === undefined) !== (config.until === undefined), 'a delay takes either ms or until');
 
 /** Signal names: they travel in URL paths (`POST /v1/executions/:id/signals/:name`). */
 export const SIGNAL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
