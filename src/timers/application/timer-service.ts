@@ -72,8 +72,8 @@ export class TimerService {
       batchSize: 1_000,
       gatherMs: 10,
       idleMs: 1_000,
-      dueBatchSize: 500,
-      concurrency: 32,
+      dueBatchSize: 1_000,
+      concurrency: 128,
       claimMs: 30_000,
       backoff: { initialMs: 1_000, maxMs: 60_000 },
       ...options,
@@ -127,16 +127,24 @@ export class TimerService {
   /** Claims and fires the timers due now (one bounded batch); returns how many were claimed. */
   async fireDue(): Promise<number> {
     const due = await this.deps.timers.claimDue(this.deps.clock.now().getTime(), this.options.dueBatchSize, this.options.claimMs);
+    const settled: DueTimer[] = [];
     let next = 0;
+    // Many firings at once: the store commits their appends in groups.
     await Promise.all(
       Array.from({ length: Math.min(this.options.concurrency, due.length) }, async () => {
-        while (next < due.length) await this.fire(due[next++]);
+        while (next < due.length) {
+          const timer = due[next++];
+          if (await this.fire(timer)) settled.push(timer);
+        }
       }),
     );
+    // Fired, or nothing left to fire: their rows go in one statement.
+    await this.deps.timers.removeAll(settled);
     return due.length;
   }
 
-  private async fire(timer: DueTimer): Promise<void> {
+  /** True when the timer fired (or has nothing left to fire); false when its row was deferred or backed off. */
+  private async fire(timer: DueTimer): Promise<boolean> {
     try {
       const outcome = await this.deps.executions.handle(timer.executionId, {
         type: 'FireTimer',
@@ -144,16 +152,20 @@ export class TimerService {
         metadata: { now: this.deps.clock.now(), actor: systemActor('timer') },
       });
       if (outcome.appended) this.deps.logger.debug('timer fired', { executionId: timer.executionId, timerId: timer.timerId });
-      await this.deps.timers.remove(timer);
+      return true;
     } catch (error) {
       const notDueUntil = error instanceof InvalidStateError ? error.details?.['deadline'] : undefined;
-      if (typeof notDueUntil === 'string') return this.deps.timers.defer(timer, Date.parse(notDueUntil));
+      if (typeof notDueUntil === 'string') {
+        await this.deps.timers.defer(timer, Date.parse(notDueUntil));
+        return false;
+      }
       // Cancelled, or its execution ended: nothing left to fire.
-      if (error instanceof StaleAttemptError || error instanceof NotFoundError) return this.deps.timers.remove(timer);
+      if (error instanceof StaleAttemptError || error instanceof NotFoundError) return true;
       const { initialMs, maxMs } = this.options.backoff;
       const delayMs = Math.min(maxMs, initialMs * 2 ** timer.failures);
       this.deps.logger.warn('firing a timer failed; backing off', { err: error, timerId: timer.timerId, retryInMs: delayMs });
       await this.deps.timers.backOff(timer, this.deps.clock.now().getTime() + delayMs);
+      return false;
     }
   }
 

@@ -96,9 +96,12 @@ export class TimerTable {
     return rows.map(toTimer);
   }
 
-  /** Fired, or nothing left to fire. */
-  async remove(timer: DueTimer): Promise<void> {
-    await this.sql.query('delete from timers_due where timer_id = $1', [timer.timerId]);
+  /** Fired, or nothing left to fire: gone, in one statement. */
+  async removeAll(timers: readonly DueTimer[]): Promise<void> {
+    if (timers.length === 0) return;
+    await this.sql.query('delete from timers_due where timer_id in (select jsonb_array_elements_text($1::jsonb))', [
+      JSON.stringify(timers.map((t) => t.timerId)),
+    ]);
   }
 
   /** Not due after all (the due time the decider named): wait until then. */
