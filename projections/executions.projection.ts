@@ -46,7 +46,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   // 6: an index on `ended_at` for retention's sweep.
   // 7: and `mapItems`, the outputs of map items that succeeded.
   // 8: and the parent and children of sub-workflows; `parent_execution_id` finds an execution's children.
-  version: 8,
+  // 9: and its durable timers, signals and signal waits.
+  version: 9,
   relations: ['executions'],
 
   tables: (suffix) => [

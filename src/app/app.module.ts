@@ -22,6 +22,7 @@ import { RetentionModule } from '../retention/retention.module.js';
 import { SchedulerModule } from '../scheduler/scheduler.module.js';
 import { SchedulesModule } from '../schedules/schedules.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
+import { TimersModule } from '../timers/timers.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
@@ -62,6 +63,7 @@ export function roleModules(config: AppConfig): Type[] {
   if (runsRole(config, 'watchdog')) modules.push(WatchdogModule);
   if (runsRole(config, 'watchdog') && config.retentionDays !== null) modules.push(RetentionModule);
   if (runsRole(config, 'scheduler')) modules.push(SchedulerModule);
+  if (runsRole(config, 'timer')) modules.push(TimersModule);
   return modules;
 }
 

@@ -268,7 +268,7 @@ export function buildProgram(ctx: CliContext): Command {
     );
 
   // ---- executions ----
-  const executions = program.command('executions').description('list, read, cancel, redrive and approve executions');
+  const executions = program.command('executions').description('list, read, cancel, redrive, approve and signal executions');
   executions
     .command('list')
     .description("the workspace's executions, newest first")
@@ -375,6 +375,32 @@ export function buildProgram(ctx: CliContext): Command {
       });
       if (format === 'json') return io.out(json(body));
       io.out(`${decision === 'approve' ? 'approved' : 'rejected'} ${node} of ${id}: now ${body.status}\n`);
+    });
+
+  executions
+    .command('signal')
+    .description('send a signal to an execution: the wait_signal node of that name takes it (or it is kept until one asks)')
+    .argument('<id>', 'the execution id')
+    .argument('<name>', 'the signal name')
+    .option('--payload <json>', 'the payload, as JSON: the output of the node that takes it (default: null)')
+    .option('--idempotency-key <key>', 'makes a retried send safe: the same key answers the same signal id')
+    .action(async (id: string, name: string, options: { payload?: string; idempotencyKey?: string }, command: Command) => {
+      const { api, format } = clientOf(command);
+      let payload: unknown = undefined;
+      if (options.payload !== undefined) {
+        try {
+          payload = JSON.parse(options.payload);
+        } catch (error) {
+          throw usageError(`--payload is not JSON: ${(error as Error).message}`);
+        }
+      }
+      const { body } = await api.post<{ signalId: string }>(
+        `/v1/executions/${segment(id)}/signals/${segment(name)}`,
+        payload === undefined ? {} : { payload },
+        options.idempotencyKey === undefined ? undefined : { 'idempotency-key': options.idempotencyKey },
+      );
+      if (format === 'json') return io.out(json(body));
+      io.out(`signal ${name} sent to ${id}: ${body.signalId}\n`);
     });
 
   // ---- history, watch, tail ----

@@ -170,7 +170,7 @@ describe('loadConfig', () => {
       [
         'FLOSTRA_ROLES',
         'api,cron',
-        'FLOSTRA_ROLES: expected a comma-separated list of api, dispatcher, ingestor, projector, scheduler, watchdog, worker, got "api,cron"',
+        'FLOSTRA_ROLES: expected a comma-separated list of api, dispatcher, ingestor, projector, scheduler, timer, watchdog, worker, got "api,cron"',
       ],
       ['FLOSTRA_ROLES', ',', 'FLOSTRA_ROLES: expected a comma-separated list'],
       ['EVENT_STORE_URL', 'mysql://db/x', 'EVENT_STORE_URL: expected a postgres://, postgresql://, esdb:// or kurrentdb:// URL'],

@@ -4,7 +4,7 @@ import { DEFAULT_LEASE_TIMINGS } from '../core/lease.port.js';
 import type { LogThreshold } from '../core/logger.js';
 
 /** The processes one Flostra binary can run (docs/architecture.md, "Processes and roles"). */
-export const PROCESS_ROLES = ['api', 'dispatcher', 'ingestor', 'projector', 'scheduler', 'watchdog', 'worker'] as const;
+export const PROCESS_ROLES = ['api', 'dispatcher', 'ingestor', 'projector', 'scheduler', 'timer', 'watchdog', 'worker'] as const;
 export type ProcessRole = (typeof PROCESS_ROLES)[number];
 
 const LOG_THRESHOLDS = ['debug', 'info', 'warn', 'error', 'silent'] as const satisfies readonly LogThreshold[];

@@ -12,6 +12,7 @@ import { HeartbeatAttemptHandler } from './application/heartbeat-attempt.handler
 import { ListExecutionsHandler } from './application/list-executions.handler.js';
 import { RedriveExecutionHandler } from './application/redrive-execution.handler.js';
 import { StartExecutionHandler } from './application/start-execution.handler.js';
+import { SendSignalHandler } from './application/send-signal.handler.js';
 import { ExecutionStreamsModule } from './execution-streams.module.js';
 import { ExecutionsController } from './infrastructure/executions.controller.js';
 import { WorkerProtocolController } from './infrastructure/worker-protocol.controller.js';
@@ -25,6 +26,7 @@ import { WorkerProtocolController } from './infrastructure/worker-protocol.contr
     CancelExecutionHandler,
     RedriveExecutionHandler,
     DecideApprovalHandler,
+    SendSignalHandler,
     ClaimAttemptHandler,
     HeartbeatAttemptHandler,
     CompleteAttemptHandler,

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { BarrierServer } from '../support/barrier-server.js';
 
 /**
  * `flostra`, the built command-line client, spawned as a user runs it against the whole app on
@@ -74,6 +75,7 @@ describe('the flostra CLI against a running Flostra', () => {
   let api: ApiClient;
   let relay: Relay;
   let dir: string;
+  const barrier = new BarrierServer();
   let env: NodeJS.ProcessEnv;
   const children = new Set<ChildProcess>();
 
@@ -114,7 +116,8 @@ describe('the flostra CLI against a running Flostra', () => {
       if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stderr}${build.stdout}`);
     }
     dir = mkdtempSync(join(tmpdir(), 'flostra-cli-e2e-'));
-    app = await startTestApp('postgres', {}, { worker: true });
+    await barrier.start();
+    app = await startTestApp('postgres', {}, { worker: { egressAllow: ['127.0.0.1/32'] } });
     api = client(app.url);
     relay = new Relay(Number(new URL(app.url).port));
     await relay.start();
@@ -168,7 +171,8 @@ describe('the flostra CLI against a running Flostra', () => {
       'slow.json',
       JSON.stringify({
         name: 'slow',
-        nodes: [{ id: 'nap', type: 'delay', config: { ms: 600_000 } }],
+        // A request held open keeps the attempt running (a delay would wait outside it, on a timer).
+        nodes: [{ id: 'nap', type: 'http', config: { method: 'GET', url: `${barrier.url}/hold/nap` } }],
         edges: [],
         timeouts: { leaseMs: 3_000 },
       }),
@@ -176,6 +180,7 @@ describe('the flostra CLI against a running Flostra', () => {
   }, 120_000);
 
   afterAll(async () => {
+    await barrier.stop();
     for (const child of children) child.kill('SIGKILL');
     await relay?.stop();
     await app?.close();

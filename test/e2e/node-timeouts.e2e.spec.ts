@@ -24,9 +24,10 @@ describe('node timeouts, with a real worker', () => {
     await server.start();
     t = await startTestApp('pglite', {}, { worker: { egressAllow: ['127.0.0.1/32'] } });
     api = client(t.url);
+    // A delay waits outside the attempt (a durable timer), so a node that runs long is a loop.
     const longDelay = {
       nodes: [
-        { id: 'wait', type: 'delay', config: { ms: 600_000 }, timeoutMs: 200 },
+        { id: 'wait', type: 'code', config: { language: 'javascript', source: 'while (true) {}', timeoutMs: 10_000 }, timeoutMs: 200 },
         { id: 'after', type: 'noop' },
       ],
       edges: [{ from: 'wait', to: 'after' }],
@@ -52,7 +53,7 @@ describe('node timeouts, with a real worker', () => {
     await server.stop();
   });
 
-  it('fails a delay longer than its timeoutMs with node_timeout', async () => {
+  it('fails a node running longer than its timeoutMs with node_timeout', async () => {
     const { executionId } = await start(api, 'long-delay');
     const execution = await ended(executionId);
     expect(execution.status).toBe('failed');

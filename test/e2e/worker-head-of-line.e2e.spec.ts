@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { BarrierServer } from '../support/barrier-server.js';
 
 /**
  * A long attempt must not stall the attempts dispatched behind it on the same partition of the
@@ -10,16 +11,22 @@ import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 describe('a worker with a long attempt running', () => {
   let t: TestApp;
   let api: ApiClient;
+  // A request held open is the long node (a delay waits outside the attempt, on a durable timer).
+  const barrier = new BarrierServer();
 
   beforeAll(async () => {
-    t = await startTestApp('pglite', {}, { worker: { concurrency: 4 } });
+    await barrier.start();
+    t = await startTestApp('pglite', {}, { worker: { concurrency: 4, egressAllow: ['127.0.0.1/32'] } });
     api = client(t.url);
-    const long = { nodes: [{ id: 'nap', type: 'delay', config: { ms: 600_000 } }], edges: [] };
+    const long = { nodes: [{ id: 'nap', type: 'http', config: { method: 'GET', url: `${barrier.url}/hold/nap` } }], edges: [] };
     const short = { nodes: [{ id: 'only', type: 'noop' }], edges: [] };
     expect((await api.put('/v1/workspaces/ws-a/workflows/long', { token: TOKENS.adminA, body: long })).status).toBe(201);
     expect((await api.put('/v1/workspaces/ws-a/workflows/short', { token: TOKENS.adminA, body: short })).status).toBe(201);
   }, 120_000);
-  afterAll(() => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    await barrier.stop();
+  });
 
   const start = async (name: string) => {
     const res = await api.post(`/v1/workspaces/ws-a/workflows/${name}/executions`, { token: TOKENS.operatorA, body: {} });

@@ -2,14 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { eventually, sleep } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { ALL_STORE_KINDS, startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { BarrierServer } from '../support/barrier-server.js';
 
 /** The same workflows run, cancel and redrive alike on every event store, with a real worker. */
 describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
   let t: TestApp;
   let api: ApiClient;
+  // A request held open is the long node (a delay waits outside the attempt, on a durable timer).
+  const barrier = new BarrierServer();
 
   beforeAll(async () => {
-    t = await startTestApp(kind, {}, { worker: true });
+    await barrier.start();
+    t = await startTestApp(kind, {}, { worker: { egressAllow: ['127.0.0.1/32'] } });
     api = client(t.url);
     const diamond = {
       nodes: [
@@ -26,13 +30,20 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
       ],
     };
     expect((await api.put('/v1/workspaces/ws-a/workflows/diamond', { token: TOKENS.adminA, body: diamond })).status).toBe(201);
-    const slow = { nodes: [{ id: 'nap', type: 'delay', config: { ms: 600_000 } }], edges: [], timeouts: { leaseMs: 3_000 } };
+    const slow = {
+      nodes: [{ id: 'nap', type: 'http', config: { method: 'GET', url: `${barrier.url}/hold/nap` } }],
+      edges: [],
+      timeouts: { leaseMs: 3_000 },
+    };
     expect((await api.put('/v1/workspaces/ws-a/workflows/slow', { token: TOKENS.adminA, body: slow })).status).toBe(201);
     // Heartbeats every 2 s.
     const quick = { nodes: [{ id: 'only', type: 'noop' }], edges: [], timeouts: { leaseMs: 6_000 } };
     expect((await api.put('/v1/workspaces/ws-a/workflows/quick', { token: TOKENS.adminA, body: quick })).status).toBe(201);
   }, 120_000);
-  afterAll(() => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    await barrier.stop();
+  });
 
   const start = async (name: string, input: object = {}) => {
     const res = await api.post(`/v1/workspaces/ws-a/workflows/${name}/executions`, { token: TOKENS.operatorA, body: { input } });
@@ -80,7 +91,7 @@ describe.each(ALL_STORE_KINDS)('executions run by a worker on %s', (kind) => {
     await eventually(async () => {
       const v = (await api.get(`/v1/executions/${id}`, { token: TOKENS.viewerA })).body;
       return v.nodes.some((n: { nodeId: string; status: string }) => n.nodeId === 'nap' && n.status === 'running');
-    }, 'the delay to run');
+    }, 'the long node to run');
     expect((await api.post(`/v1/executions/${id}/cancel`, { token: TOKENS.operatorA })).status).toBe(202);
     expect((await until(id, ['cancelled'])).status).toBe('cancelled');
     const redrive = await api.post(`/v1/executions/${id}/redrive`, {

@@ -123,17 +123,18 @@ describe('the worker under injected faults (embedded stack)', () => {
     await bus.close();
   });
 
-  it('(g) cancel while a delay node runs: the node is aborted and the execution ends cancelled', async () => {
+  it('(g) cancel while a long node runs: the node is aborted and the execution ends cancelled', async () => {
     await boot();
+    // A delay waits outside the attempt (a durable timer): a request held open is the long node.
     const executionId = await publishAndStart('long-delay', {
-      nodes: [{ id: 'sleep', type: 'delay', config: { ms: 600_000 } }],
+      nodes: [{ id: 'sleep', type: 'http', config: { method: 'GET', url: `${barrier.url}/hold/long-sleep` } }],
       edges: [],
       timeouts: { leaseMs: 3_000 },
     });
     const running = await eventually(async () => {
       const events = await history(executionId);
       return indexOf(events, 'NodeStarted', 'sleep') >= 0 ? events : false;
-    }, 'the delay node to start');
+    }, 'the long node to start');
     expect(running.some((e) => e.type === 'AttemptClaimed')).toBe(true);
     const cancel = await api.post(`/v1/executions/${executionId}/cancel`, { token: TOKENS.operatorA, body: { reason: 'stop it' } });
     expect(cancel.status).toBe(202);

@@ -34,6 +34,13 @@ export const EXECUTION_EVENT_TYPES = [
   'TaskCancelled',
   'ChildExecutionStarted',
   'ChildExecutionEnded',
+  'TimerScheduled',
+  'TimerFired',
+  'TimerCancelled',
+  'SignalReceived',
+  'SignalAwaited',
+  'SignalDelivered',
+  'SignalWaitCancelled',
   'ExecutionSucceeded',
   'ExecutionFailed',
   'ExecutionTimedOut',
@@ -90,8 +97,9 @@ const str = (value: unknown): string | null => (typeof value === 'string' ? valu
 export function nodeOf(event: TimelineEvent): string | null {
   const nodeId = str(event.data['nodeId']);
   if (nodeId !== null) return nodeId;
-  const taskId = str(event.data['taskId']);
-  return taskId === null ? null : (taskId.split('.')[1] ?? null);
+  // Task and timer ids are `<executionId>.<nodeId>.<seq>`.
+  const id = str(event.data['taskId']) ?? str(event.data['timerId']);
+  return id === null ? null : (id.split('.')[1] ?? null);
 }
 
 /**
@@ -112,6 +120,7 @@ export function nodeStates(nodeIds: readonly string[], events: readonly Timeline
         if (nodeId !== null) states[nodeId] = 'waiting';
         break;
       case 'TaskCancelled':
+      case 'SignalWaitCancelled':
         if (nodeId !== null && states[nodeId] === 'waiting') states[nodeId] = 'cancelled';
         break;
       case 'NodeStarted':
@@ -130,6 +139,14 @@ export function nodeStates(nodeIds: readonly string[], events: readonly Timeline
         break;
       case 'NodeAwaitingApproval':
         if (nodeId !== null) states[nodeId] = 'awaiting_approval';
+        break;
+      // A delay's timer, a signal or a child execution: the node waits for a fact from outside the attempt.
+      case 'SignalAwaited':
+      case 'ChildExecutionStarted':
+        if (nodeId !== null) states[nodeId] = 'waiting';
+        break;
+      case 'TimerScheduled':
+        if (nodeId !== null && event.data['purpose'] === 'delay') states[nodeId] = 'waiting';
         break;
     }
   }
@@ -191,14 +208,16 @@ export function executionStatus(events: readonly TimelineEvent[]): string | null
     else if (event.type === 'ExecutionStarted' || event.type === 'AttemptScheduled' || event.type === 'ExecutionAwaitingSlot')
       status = 'queued';
     else if (event.type === 'AttemptClaimed') status = 'running';
-    else if (event.type === 'AttemptSuspended') status = waitsForTasksOnly(event) ? 'waiting' : 'awaiting_approval';
+    else if (event.type === 'AttemptSuspended') status = suspendedOn(event);
   }
   return status;
 }
 
-function waitsForTasksOnly(event: TimelineEvent): boolean {
+/** `awaiting_approval` while an approval is among the waits (or before waits were a list), else `waiting`. */
+function suspendedOn(event: TimelineEvent): string {
   const waits = event.data['waits'];
-  return Array.isArray(waits) && waits.length > 0 && waits.every((w) => (w as { kind?: unknown }).kind === 'task');
+  if (!Array.isArray(waits)) return 'awaiting_approval';
+  return waits.some((w) => (w as { kind?: unknown }).kind === 'approval') ? 'awaiting_approval' : 'waiting';
 }
 
 /**
@@ -224,12 +243,24 @@ export function nodeWaits(events: readonly TimelineEvent[]): Record<string, stri
       case 'NodeAwaitingApproval':
         waits[nodeId] = 'a person’s approval';
         break;
+      case 'TimerScheduled':
+        waits[nodeId] = `a timer due ${str(event.data['dueAt']) ?? '?'}`;
+        break;
+      case 'SignalAwaited':
+        waits[nodeId] = `the signal ${str(event.data['name']) ?? '?'}`;
+        break;
+      case 'ChildExecutionStarted':
+        waits[nodeId] = `child execution ${str(event.data['childExecutionId']) ?? '?'}`;
+        break;
       case 'NodeSucceeded':
       case 'NodeFailed':
       case 'NodeSkipped':
       case 'ApprovalGranted':
       case 'ApprovalRejected':
       case 'TaskCancelled':
+      case 'TimerCancelled':
+      case 'SignalWaitCancelled':
+      case 'ChildExecutionEnded':
         delete waits[nodeId];
         break;
     }

@@ -19,6 +19,9 @@ export const cancelBodySchema = z.strictObject({ reason: z.string().max(1024).op
 
 export const redriveBodySchema = z.strictObject({ reason: z.string().max(1024).optional() });
 
+/** `POST /v1/executions/:executionId/signals/:name`: the payload becomes the output of the node that takes it (null when absent). */
+export const signalBodySchema = z.strictObject({ payload: z.json().optional() });
+
 const workerId = z.string().min(1).max(200);
 
 export const claimBodySchema = z.strictObject({ workerId });

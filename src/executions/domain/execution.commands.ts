@@ -48,8 +48,14 @@ export type Heartbeat = { type: 'Heartbeat'; data: Fence; metadata: CommandMetad
 
 export type NodeResultKind = 'node_started' | 'node_succeeded' | 'node_failed' | 'node_skipped' | 'node_waiting';
 
-/** What a node that waits outside the engine asks for: for a task node, its task with this input. */
-export type NodeWaitRequest = { kind: 'task'; input: unknown } | { kind: 'subworkflow'; input: unknown };
+/**
+ * What a node that waits outside the engine asks for: for a task node, its task with this input;
+ * for a `subworkflow` node, its child with this input; for a `delay` node, its timer; for a
+ * `wait_signal` node, a signal (the decider reads the due time, the signal's name and time limit
+ * from the execution's graph snapshot).
+ */
+export type NodeWaitRequest =
+  { kind: 'task'; input: unknown } | { kind: 'subworkflow'; input: unknown } | { kind: 'timer' } | { kind: 'signal' };
 
 export type RecordNodeResult = {
   type: 'RecordNodeResult';
@@ -89,6 +95,10 @@ export type CompleteAttempt = {
     approval?: { nodeId: string; action: unknown };
     /** For outcome `suspended`: the task nodes waiting for their tasks, and the subworkflow nodes waiting for their children. */
     tasks?: string[];
+    /** For outcome `suspended`: the `delay` nodes waiting for their timers. */
+    timers?: string[];
+    /** For outcome `suspended`: the `wait_signal` nodes waiting for a signal. */
+    signals?: string[];
     /** Id for the retry attempt, used only if the policy schedules one. */
     nextAttemptId: string;
     /** Uniform in [0, 1): spreads retry backoff. */
@@ -183,8 +193,31 @@ export type RecordChildResult = {
   metadata: CommandMetadata;
 };
 
+/** The timer role found a timer due: it fires, once; the decider checks it is due and still live. */
+export type FireTimer = {
+  type: 'FireTimer';
+  data: { timerId: string; nextAttemptId: string; jitter: number };
+  metadata: CommandMetadata;
+};
+
+/** An operator sends a signal to the execution (kept until a `wait_signal` node of its name takes it). */
+export type SendSignal = {
+  type: 'SendSignal';
+  data: {
+    signalId: string;
+    name: string;
+    payload: unknown;
+    idempotency: { key: string; fingerprint: string } | null;
+    /** Id of the resume attempt, used only if the signal lets a suspended execution go on. */
+    nextAttemptId: string;
+  };
+  metadata: CommandMetadata;
+};
+
 export type ExecutionCommand =
   | RecordChildResult
+  | FireTimer
+  | SendSignal
   | ClaimTask
   | HeartbeatTask
   | CompleteTask

@@ -27,6 +27,7 @@ import { backoffMs, shouldRetry } from './retry-policy.js';
 import { awaitApproval, decideApproval } from './decide-approval.js';
 import { claimTask, completeTask, heartbeatTask, scheduleTask, suspendAttempt, timeOutTask, withTasksCancelled } from './tasks.js';
 import { timeOutExecution } from './time-out-execution.js';
+import { durableWaitsOf, fireTimer, sendSignal, startDurableWait, withDurableWaitsCancelled } from './durable-waits.js';
 import { admitExecution } from './admit-execution.js';
 import { recordMapItems } from './map-items.js';
 import { recordChildResult, startChild } from './subworkflows.js';
@@ -176,8 +177,10 @@ function recordNodeResult(command: RecordNodeResult, state: ExecutionState): Exe
   const { data, metadata } = command;
   const at = iso(metadata.now);
   if (data.kind === 'node_waiting') {
-    const start = data.wait?.kind === 'subworkflow' ? startChild : scheduleTask;
-    return start(s, command, (current) => requireLiveClaim(current, data, metadata.now));
+    const requireClaim = (current: StartedExecution) => requireLiveClaim(current, data, metadata.now);
+    if (data.wait?.kind === 'timer' || data.wait?.kind === 'signal') return startDurableWait(s, command, requireClaim);
+    if (data.wait?.kind === 'subworkflow') return startChild(s, command, requireClaim);
+    return scheduleTask(s, command, requireClaim);
   }
   const previous = s.nodes[data.nodeId];
   const target = { node_started: 'running', node_succeeded: 'succeeded', node_failed: 'failed', node_skipped: 'skipped' }[data.kind];
@@ -227,7 +230,7 @@ function completeAttempt(command: CompleteAttempt, state: ExecutionState): Execu
   requireLiveClaim(s, data, now);
   switch (data.outcome) {
     case 'suspended':
-      return suspendAttempt(s, command, (approval) => awaitApproval(data.attemptId, approval, at));
+      return suspendAttempt(s, command, (approval) => awaitApproval(data.attemptId, approval, at), durableWaitsOf(s, data));
     case 'succeeded':
       return [
         { type: 'AttemptSucceeded', data: { attemptId: data.attemptId, output: data.output ?? null, at } },
@@ -363,8 +366,9 @@ function requestRedrive(command: RequestRedrive, state: ExecutionState): Executi
 
 export function decide(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
   const events = decideCommand(command, state);
-  // A cancel request or the execution's end ends its live tasks in the same append.
-  return state.status === 'not_started' ? events : withTasksCancelled(state, events, command.metadata.now);
+  // A cancel request or the execution's end ends its live tasks, timers and signal waits in the same append.
+  if (state.status === 'not_started') return events;
+  return withDurableWaitsCancelled(state, withTasksCancelled(state, events, command.metadata.now), command.metadata.now);
 }
 
 function decideCommand(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
@@ -403,6 +407,10 @@ function decideCommand(command: ExecutionCommand, state: ExecutionState): Execut
       return timeOutTask(started(state), command);
     case 'RecordChildResult':
       return recordChildResult(started(state), command);
+    case 'FireTimer':
+      return fireTimer(started(state), command);
+    case 'SendSignal':
+      return sendSignal(started(state), command);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${(unknown as { type: string }).type}`);

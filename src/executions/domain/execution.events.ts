@@ -54,7 +54,7 @@ export const scheduledBySchema = z.object({ schedule: z.string(), fireTime: isoT
 export type ScheduledBy = z.infer<typeof scheduledBySchema>;
 
 /** A node the attempt stopped at, and what it waits for. */
-export const waitSchema = z.object({ nodeId: z.string(), kind: z.enum(['approval', 'task', 'subworkflow']) });
+export const waitSchema = z.object({ nodeId: z.string(), kind: z.enum(['approval', 'task', 'subworkflow', 'timer', 'signal']) });
 export type Wait = z.infer<typeof waitSchema>;
 
 /** Position of an item in the array a map node runs over. */
@@ -70,6 +70,57 @@ export type ParentLink = z.infer<typeof parentLinkSchema>;
 /** How a child execution ended, as its parent records it. */
 export const childEndSchema = z.enum(['succeeded', 'failed', 'timed_out', 'cancelled']);
 export type ChildEnd = z.infer<typeof childEndSchema>;
+
+/**
+ * Durable timers and signals (docs/architecture.md, "Waiting steps"). A `delay` node's timer and a
+ * `wait_signal` node's time limit are timers: the due time is computed once, by the decider, and
+ * kept here, so a resumed attempt never starts a wait again; the `timer` role appends the firing.
+ */
+const durableWaitEventSchemas = {
+  TimerScheduled: z.object({
+    /** `<executionId>.<nodeId>.t<seq>`: the node's seq-th timer. */
+    timerId: z.string(),
+    nodeId: z.string(),
+    attemptId: z.string(),
+    purpose: z.enum(['delay', 'signal_timeout']),
+    dueAt: isoTime,
+    scheduledAt: isoTime,
+  }),
+  TimerFired: z.object({
+    timerId: z.string(),
+    nodeId: z.string(),
+    dueAt: isoTime,
+    firedAt: isoTime,
+    /** How long after its due time it fired (downtime shows here). */
+    lateByMs: z.number().int().min(0),
+  }),
+  /** The execution was cancelled or ended, or the signal arrived, before the timer was due. */
+  TimerCancelled: z.object({ timerId: z.string(), at: isoTime }),
+  /** A signal sent to the execution; kept until a `wait_signal` node of its name takes it (oldest first). */
+  SignalReceived: z.object({
+    signalId: z.string(),
+    name: z.string(),
+    payload: json,
+    /** The send's Idempotency-Key and a digest of its name and payload, when it had a key. */
+    idempotency: z.object({ key: z.string(), fingerprint: z.string() }).nullable(),
+    sentBy: z.string(),
+    at: isoTime,
+  }),
+  /** A `wait_signal` node waits for a signal of `name` (its `tries`-th wait in this run of the node). */
+  SignalAwaited: z.object({
+    nodeId: z.string(),
+    attemptId: z.string(),
+    name: z.string(),
+    tries: z.number().int().min(1),
+    /** The timer of its `timeoutMs`; null without one. */
+    timerId: z.string().nullable(),
+    at: isoTime,
+  }),
+  /** The signal was taken by the node (its output is the signal's payload). */
+  SignalDelivered: z.object({ signalId: z.string(), nodeId: z.string(), at: isoTime }),
+  /** The execution was cancelled or ended while the node waited. */
+  SignalWaitCancelled: z.object({ nodeId: z.string(), at: isoTime }),
+} as const;
 
 const attemptReason = z.enum(['start', 'retry', 'redrive', 'resume']);
 export type AttemptReason = z.infer<typeof attemptReason>;
@@ -217,6 +268,7 @@ export const executionEventSchemas = {
   }),
   /** The child ended; followed by the node's result when the parent still waits for it. */
   ChildExecutionEnded: z.object({ nodeId: z.string(), childExecutionId: z.string(), status: childEndSchema, at: isoTime }),
+  ...durableWaitEventSchemas,
   AttemptSucceeded: z.object({ attemptId: z.string(), output: json, at: isoTime }),
   AttemptFailed: z.object({ attemptId: z.string(), error: executionErrorSchema, at: isoTime }),
   AttemptTimedOut: z.object({

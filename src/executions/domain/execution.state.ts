@@ -110,6 +110,46 @@ export interface ChildRecord {
   endedAt: string | null;
 }
 
+export type TimerStatus = 'scheduled' | 'fired' | 'cancelled';
+
+/** A durable timer: a `delay` node's wait, or the time limit of a `wait_signal` node's wait. */
+export interface TimerRecord {
+  timerId: string;
+  nodeId: string;
+  attemptId: string;
+  purpose: 'delay' | 'signal_timeout';
+  dueAt: string;
+  scheduledAt: string;
+  status: TimerStatus;
+  firedAt: string | null;
+  lateByMs: number | null;
+  endedAt: string | null;
+}
+
+/** A signal sent to the execution: kept until one `wait_signal` node of its name takes it. */
+export interface SignalRecord {
+  signalId: string;
+  name: string;
+  payload: unknown;
+  idempotency: { key: string; fingerprint: string } | null;
+  sentBy: string;
+  receivedAt: string;
+  /** The node that took it; null while it is kept. */
+  deliveredTo: string | null;
+}
+
+/** A `wait_signal` node's current (or last) wait. */
+export interface SignalWaitRecord {
+  nodeId: string;
+  attemptId: string;
+  name: string;
+  tries: number;
+  timerId: string | null;
+  status: 'waiting' | 'delivered' | 'timed_out' | 'cancelled';
+  since: string;
+  signalId: string | null;
+}
+
 /** The attempt a run waits to have scheduled until its workspace's quota grants it a slot. */
 export interface AwaitedSlot {
   attemptId: string;
@@ -155,6 +195,12 @@ interface ExecutionFields {
   approvalDecisions: Record<string, { decision: 'approve' | 'reject'; actionDigest: string }>;
   /** Every task ever scheduled for the execution's task nodes, by task id. */
   tasks: Record<string, TaskRecord>;
+  /** Every durable timer of the execution, by timer id (absent in documents folded before timers). */
+  timers: Record<string, TimerRecord>;
+  /** Every signal sent to the execution, in the order received. */
+  signals: SignalRecord[];
+  /** The wait of each `wait_signal` node reached, by node id. */
+  signalWaits: Record<string, SignalWaitRecord>;
   /** What the last suspended attempt waited for; empty while nothing is suspended. */
   waits: Wait[];
   /** Last fencing token handed out (attempts and tasks alike); every claim gets a larger one. */
@@ -229,6 +275,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       pendingApproval: null,
       approvalDecisions: {},
       tasks: {},
+      timers: {},
+      signals: [],
+      signalWaits: {},
       waits: [],
       lastFencingToken: 0,
       awaitingSlot: null,
@@ -479,6 +528,14 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         children: { ...s.children, [d.childExecutionId]: { ...child, status: d.status, endedAt: d.at } },
       };
     }
+    case 'TimerScheduled':
+    case 'TimerFired':
+    case 'TimerCancelled':
+    case 'SignalReceived':
+    case 'SignalAwaited':
+    case 'SignalDelivered':
+    case 'SignalWaitCancelled':
+      return evolveDurableWait(s, event);
     case 'ApprovalGranted':
     case 'ApprovalRejected': {
       const d = event.data;
@@ -566,6 +623,111 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
     default: {
       const unknown: never = event;
       return unknown;
+    }
+  }
+}
+
+type DurableWaitEvent = Extract<
+  ExecutionEvent,
+  {
+    type:
+      'TimerScheduled' | 'TimerFired' | 'TimerCancelled' | 'SignalReceived' | 'SignalAwaited' | 'SignalDelivered' | 'SignalWaitCancelled';
+  }
+>;
+
+/** Timers and signals (docs/architecture.md, "Waiting steps"): the node waits until the fact that ends its wait. */
+function evolveDurableWait(s: StartedExecution, event: DurableWaitEvent): StartedExecution {
+  const timers = s.timers ?? {};
+  const waits = s.signalWaits ?? {};
+  const waitingNode = (nodeId: string, attemptId: string, at: string): NodeRecord => {
+    const previous = s.nodes[nodeId];
+    const continues = previous?.status === 'waiting';
+    return {
+      nodeId,
+      attemptId: continues ? previous.attemptId : attemptId,
+      status: 'waiting',
+      startedAt: continues ? previous.startedAt : at,
+      endedAt: null,
+    };
+  };
+  const cancelledNode = (nodeId: string, at: string) => {
+    const node = s.nodes[nodeId];
+    return node?.status === 'waiting' ? { ...s.nodes, [nodeId]: { ...node, status: 'cancelled' as const, endedAt: at } } : s.nodes;
+  };
+  switch (event.type) {
+    case 'TimerScheduled': {
+      const d = event.data;
+      const timer: TimerRecord = { ...d, status: 'scheduled', firedAt: null, lateByMs: null, endedAt: null };
+      const nodes = d.purpose === 'delay' ? { ...s.nodes, [d.nodeId]: waitingNode(d.nodeId, d.attemptId, d.scheduledAt) } : s.nodes;
+      return { ...s, updatedAt: d.scheduledAt, timers: { ...timers, [d.timerId]: timer }, nodes };
+    }
+    case 'TimerFired': {
+      const d = event.data;
+      const timer = timers[d.timerId];
+      if (timer === undefined) return s;
+      const fired: TimerRecord = { ...timer, status: 'fired', firedAt: d.firedAt, lateByMs: d.lateByMs, endedAt: d.firedAt };
+      const wait = waits[d.nodeId];
+      const timedOut = timer.purpose === 'signal_timeout' && wait?.timerId === d.timerId && wait.status === 'waiting';
+      return {
+        ...s,
+        updatedAt: d.firedAt,
+        timers: { ...timers, [d.timerId]: fired },
+        signalWaits: timedOut ? { ...waits, [d.nodeId]: { ...wait, status: 'timed_out' } } : waits,
+      };
+    }
+    case 'TimerCancelled': {
+      const timer = timers[event.data.timerId];
+      if (timer === undefined) return s;
+      const at = event.data.at;
+      return {
+        ...s,
+        updatedAt: at,
+        timers: { ...timers, [timer.timerId]: { ...timer, status: 'cancelled', endedAt: at } },
+        nodes: timer.purpose === 'delay' ? cancelledNode(timer.nodeId, at) : s.nodes,
+      };
+    }
+    case 'SignalReceived': {
+      const d = event.data;
+      const signal: SignalRecord = {
+        signalId: d.signalId,
+        name: d.name,
+        payload: d.payload,
+        idempotency: d.idempotency,
+        sentBy: d.sentBy,
+        receivedAt: d.at,
+        deliveredTo: null,
+      };
+      return { ...s, updatedAt: d.at, signals: [...(s.signals ?? []), signal] };
+    }
+    case 'SignalAwaited': {
+      const d = event.data;
+      const wait: SignalWaitRecord = { ...d, status: 'waiting', since: d.at, signalId: null };
+      return {
+        ...s,
+        updatedAt: d.at,
+        signalWaits: { ...waits, [d.nodeId]: wait },
+        nodes: { ...s.nodes, [d.nodeId]: waitingNode(d.nodeId, d.attemptId, d.at) },
+      };
+    }
+    case 'SignalDelivered': {
+      const d = event.data;
+      const wait = waits[d.nodeId];
+      return {
+        ...s,
+        updatedAt: d.at,
+        signals: (s.signals ?? []).map((signal) => (signal.signalId === d.signalId ? { ...signal, deliveredTo: d.nodeId } : signal)),
+        signalWaits: wait === undefined ? waits : { ...waits, [d.nodeId]: { ...wait, status: 'delivered', signalId: d.signalId } },
+      };
+    }
+    case 'SignalWaitCancelled': {
+      const d = event.data;
+      const wait = waits[d.nodeId];
+      return {
+        ...s,
+        updatedAt: d.at,
+        signalWaits: wait === undefined ? waits : { ...waits, [d.nodeId]: { ...wait, status: 'cancelled' } },
+        nodes: cancelledNode(d.nodeId, d.at),
+      };
     }
   }
 }

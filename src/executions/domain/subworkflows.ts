@@ -63,7 +63,7 @@ export function startChild(
         childExecutionId: childExecutionIdOf(s.executionId, data.nodeId, seq),
         workflow: config.workflow,
         revision: config.revision,
-        input: data.wait?.input ?? null,
+        input: data.wait !== undefined && 'input' in data.wait ? data.wait.input : null,
         depth,
         at,
       },

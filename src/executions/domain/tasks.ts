@@ -93,14 +93,14 @@ export function failedInTry(s: StartedExecution): Record<string, ExecutionError>
   return failed;
 }
 
-/** Nodes whose result comes from outside the running attempt: a task's end, a child execution's end. */
-const OUTSIDE_NODE_TYPES = new Set(['task', 'subworkflow']);
+/** Nodes whose result comes from a fact outside the running attempt: a task's end, a child execution's end, a timer, a signal. */
+const OUTSIDE_NODE_TYPES = new Set(['task', 'subworkflow', 'delay', 'wait_signal']);
 
 function waitsOutside(s: StartedExecution, nodeId: string): boolean {
   return OUTSIDE_NODE_TYPES.has(s.workflow.graph.nodes.find((n) => n.id === nodeId)?.type ?? '');
 }
 
-/** The node's wait is over in this try: its task (or child) succeeded, or failed past its retries. */
+/** The node's wait is over in this try: its task (or child, timer, signal) succeeded, or failed past its retries. */
 export function settledInTry(s: StartedExecution, nodeId: string): boolean {
   const node = s.nodes[nodeId];
   if (node?.status === 'succeeded') return true;
@@ -128,7 +128,9 @@ export function scheduleTask(
   taskNode(s, data.nodeId);
   // The attempt learns of a cancel from its next heartbeat; no task is handed out meanwhile.
   if (s.cancelRequest) return [];
-  return [firstTask(s, data.nodeId, data.attemptId, data.wait?.input ?? null, metadata.now)];
+  return [
+    firstTask(s, data.nodeId, data.attemptId, data.wait !== undefined && 'input' in data.wait ? data.wait.input : null, metadata.now),
+  ];
 }
 
 /** The first task of a task node's run, due at once. */
@@ -406,12 +408,15 @@ export function suspendAttempt(
   s: StartedExecution,
   command: CompleteAttempt,
   awaitApproval: (approval: { nodeId: string; action: unknown }) => ExecutionEvent,
+  /** The attempt's `delay` and `wait_signal` nodes, checked (durable-waits.ts). */
+  durable: { waits: Wait[]; settled: boolean } = { waits: [], settled: false },
 ): ExecutionEvent[] {
   const { data, metadata } = command;
   const at = iso(metadata.now);
   const approval = data.approval;
   const taskNodes = [...new Set(data.tasks ?? [])];
-  if (!approval && taskNodes.length === 0) throw new InvalidStateError('a suspended attempt must name what it waits for');
+  if (!approval && taskNodes.length === 0 && durable.waits.length === 0)
+    throw new InvalidStateError('a suspended attempt must name what it waits for');
   if (approval) {
     const node = s.workflow.graph.nodes.find((n) => n.id === approval.nodeId);
     if (!node || node.type !== 'approval') throw new InvalidStateError(`node ${approval.nodeId} is not an approval node`);
@@ -436,8 +441,9 @@ export function suspendAttempt(
   const waits: Wait[] = [
     ...(approval ? [{ nodeId: approval.nodeId, kind: 'approval' as const }] : []),
     ...taskNodes.map((nodeId) => ({ nodeId, kind: kinds.get(nodeId)! })),
+    ...durable.waits,
   ];
-  const settled = taskNodes.some((nodeId) => settledInTry(s, nodeId));
+  const settled = durable.settled || taskNodes.some((nodeId) => settledInTry(s, nodeId));
   const suspension: ExecutionEvent[] = [
     ...(approval ? [awaitApproval(approval)] : []),
     { type: 'AttemptSuspended', data: { attemptId: data.attemptId, waits, at } },

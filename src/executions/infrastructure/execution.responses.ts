@@ -93,6 +93,25 @@ const childView = z
     description: 'A child execution one of its `subworkflow` nodes started, as this execution last recorded it.',
   });
 
+const timerView = z.strictObject({
+  timerId: z.string(),
+  nodeId: identifierField,
+  purpose: z.enum(['delay', 'signal_timeout']),
+  status: z.enum(['scheduled', 'fired', 'cancelled']),
+  dueAt: timestampField,
+  firedAt: nullableTimestamp,
+  lateByMs: z.number().int().min(0).nullable().meta({ description: 'How long after its due time it fired; null until it fired.' }),
+});
+
+const signalView = z.strictObject({
+  signalId: uuidField,
+  name: z.string(),
+  payload: anyJson,
+  sentBy: z.string(),
+  receivedAt: timestampField,
+  deliveredTo: identifierField.nullable().meta({ description: 'The wait_signal node that took it; null while it is kept.' }),
+});
+
 /** `toView`: one execution from the `executions` read model. */
 export const executionViewSchema = z
   .strictObject({
@@ -119,6 +138,9 @@ export const executionViewSchema = z
       .nullable()
       .meta({ description: 'The parent execution, its node, and how deep this child sits (its children sit one level deeper).' }),
     children: z.array(childView).meta({ description: 'Child executions its `subworkflow` nodes started, in the order they started.' }),
+
+    timers: z.array(timerView).meta({ description: 'Every durable timer (delay nodes, wait_signal time limits), in the order scheduled.' }),
+    signals: z.array(signalView).meta({ description: 'Every signal sent to the execution, in the order received.' }),
     startedAt: timestampField,
     updatedAt: timestampField,
     endedAt: nullableTimestamp,
@@ -174,6 +196,10 @@ export const cancelReplySchema = z
 export const approvalReplySchema = z
   .strictObject({ status: executionStatusField, decision: z.enum(['approve', 'reject']), position: positionField })
   .meta({ id: 'ApprovalReply' });
+
+export const signalReplySchema = z
+  .strictObject({ signalId: uuidField, position: positionField })
+  .meta({ id: 'SignalReply', description: 'With an Idempotency-Key, the same key again answers the first signal’s id.' });
 
 export const redriveReplySchema = z
   .strictObject({ redriveId: uuidField, attemptId: uuidField, attemptNumber: z.number().int().min(1), position: positionField })

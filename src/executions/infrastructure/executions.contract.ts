@@ -9,8 +9,10 @@ import {
   idempotencyKeySchema,
   listExecutionsQuerySchema,
   redriveBodySchema,
+  signalBodySchema,
   startExecutionBodySchema,
 } from '../application/request-schemas.js';
+import { signalNameSchema } from '../../workflows/domain/node-config.schema.js';
 import {
   approvalReplySchema,
   cancelReplySchema,
@@ -18,6 +20,7 @@ import {
   executionListSchema,
   executionViewSchema,
   redriveReplySchema,
+  signalReplySchema,
   startedExecutionSchema,
 } from './execution.responses.js';
 
@@ -137,5 +140,22 @@ export const redriveExecutionContract = defineRoute({
   headers: z.object({ 'Idempotency-Key': idempotencyKeySchema }),
   body: redriveBodySchema,
   responses: { 202: json('A new attempt was scheduled.', redriveReplySchema) },
+  errors: ['validation_failed', 'forbidden', 'not_found', 'idempotency_conflict', 'invalid_state', 'concurrency_conflict', 'unavailable'],
+});
+
+export const sendSignalContract = defineRoute({
+  operationId: 'sendSignal',
+  summary: 'Send a signal to an execution',
+  description:
+    'Records the signal on the execution’s stream. The `wait_signal` node of that name that has waited longest takes it (its output is `payload`, null when absent) ' +
+    'and the execution goes on; with none waiting, the signal is kept for the first node that asks, each signal taken by one node at most. ' +
+    'An Idempotency-Key makes a retry safe: the same key with the same name and payload answers the first `signalId`; with another payload, 409 `idempotency_conflict`. ' +
+    'An execution that has ended answers 409 `invalid_state`.',
+  tags: TAGS,
+  access: workspaceRole('operator', 'resource'),
+  params: executionParams.extend({ name: signalNameSchema }),
+  headers: z.object({ 'Idempotency-Key': idempotencyKeySchema.optional() }),
+  body: signalBodySchema,
+  responses: { 202: json('The signal was recorded.', signalReplySchema) },
   errors: ['validation_failed', 'forbidden', 'not_found', 'idempotency_conflict', 'invalid_state', 'concurrency_conflict', 'unavailable'],
 });

@@ -12,6 +12,8 @@ import { GetExecutionHistoryQuery } from '../application/get-execution-history.h
 import { GetExecutionQuery } from '../application/get-execution.handler.js';
 import { ListExecutionsQuery } from '../application/list-executions.handler.js';
 import { RedriveExecutionCommand } from '../application/redrive-execution.handler.js';
+import { SendSignalCommand } from '../application/send-signal.handler.js';
+import { signalNameSchema } from '../../workflows/domain/node-config.schema.js';
 import {
   approvalBodySchema,
   cancelBodySchema,
@@ -20,6 +22,7 @@ import {
   idempotencyKeySchema,
   listExecutionsQuerySchema,
   redriveBodySchema,
+  signalBodySchema,
   startExecutionBodySchema,
 } from '../application/request-schemas.js';
 import { StartExecutionCommand } from '../application/start-execution.handler.js';
@@ -30,6 +33,7 @@ import {
   getExecutionContract,
   listExecutionsContract,
   redriveExecutionContract,
+  sendSignalContract,
   startExecutionContract,
 } from './executions.contract.js';
 import { ApiRoute } from '../../http/openapi/route-contract.js';
@@ -147,5 +151,22 @@ export class ExecutionsController {
     }
     const key = parseBody(idempotencyKeySchema, idempotencyKey, 'Idempotency-Key');
     return this.commands.execute(new RedriveExecutionCommand(principal, id, key, parseBody(redriveBodySchema, body)));
+  }
+
+  @ApiRoute(sendSignalContract)
+  @Post('executions/:executionId/signals/:name')
+  @HttpCode(202)
+  async signal(
+    @CurrentPrincipal() principal: Principal,
+    @Param('executionId') executionId: string,
+    @Param('name') name: string,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() body: unknown,
+  ) {
+    const id = parseId(executionId, 'executionId');
+    const signalName = parseBody(signalNameSchema, name, 'name');
+    const key = idempotencyKey === undefined ? null : parseBody(idempotencyKeySchema, idempotencyKey, 'Idempotency-Key');
+    const { payload } = parseBody(signalBodySchema, body ?? {});
+    return this.commands.execute(new SendSignalCommand(principal, id, signalName, payload ?? null, key));
   }
 }

@@ -162,7 +162,14 @@ export class ResultIngestor {
             nodeId: result.nodeId!,
             ...extra,
             ...(result.reason !== undefined ? { reason: result.reason } : {}),
-            ...(result.wait !== undefined ? { wait: { kind: result.wait.kind, input: result.wait.input ?? null } } : {}),
+            ...(result.wait !== undefined
+              ? {
+                  wait:
+                    result.wait.kind === 'task' || result.wait.kind === 'subworkflow'
+                      ? { kind: result.wait.kind, input: result.wait.input ?? null }
+                      : { kind: result.wait.kind },
+                }
+              : {}),
           },
           metadata,
         };
@@ -195,6 +202,8 @@ export class ResultIngestor {
             outcome: 'suspended',
             ...(result.nodeId !== undefined ? { approval: { nodeId: result.nodeId, action } } : {}),
             ...(result.tasks !== undefined ? { tasks: result.tasks } : {}),
+            ...(result.timers !== undefined ? { timers: result.timers } : {}),
+            ...(result.signals !== undefined ? { signals: result.signals } : {}),
             nextAttemptId: this.deps.ids.uuid(),
             jitter: Math.random(),
           },

@@ -28,10 +28,13 @@ export const RESULT_KINDS = [
 
 /**
  * A worker result on `flostra.results.v1` (docs/api.md, "Worker protocol"). Extensions: `reason` (why a
- * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`; a subworkflow node for its child: `kind: 'subworkflow'`)
- * and `attempt_suspended` (the attempt stopped at the approval node `nodeId`, whose `output.action`
- * is the exact action to approve, and at the task and subworkflow nodes `tasks`), `map_items` (facts about the items of the
-map `nodeId`: `items: { started, completed, failed }`). Node results name their node.
+ * node was skipped), `node_waiting` (a task node asks for its task: `wait: { kind: 'task', input }`; a
+ * subworkflow node for its child: `wait: { kind: 'subworkflow', input }`; a `delay` node for its
+ * timer, a `wait_signal` node for a signal: `wait: { kind: 'timer' | 'signal' }`), `attempt_suspended`
+ * (the attempt stopped at the approval node `nodeId`, whose `output.action` is the exact action to
+ * approve, at the task and subworkflow nodes `tasks`, the `delay` nodes `timers` and the
+ * `wait_signal` nodes `signals`) and `map_items` (facts about the items of the map `nodeId`:
+ * `items: { started, completed, failed }`). Node results name their node.
  */
 export const resultMessageSchema = z
   .object({
@@ -46,8 +49,16 @@ export const resultMessageSchema = z
     output: z.unknown().optional(),
     error: executionErrorSchema.optional(),
     reason: z.string().max(1024).optional(),
-    wait: z.object({ kind: z.enum(['task', 'subworkflow']), input: z.unknown() }).optional(),
+    wait: z
+      .discriminatedUnion('kind', [
+        z.object({ kind: z.enum(['task', 'subworkflow']), input: z.unknown() }),
+        z.object({ kind: z.enum(['timer', 'signal']) }),
+      ])
+      .optional(),
     tasks: z.array(id).max(1000).optional(),
+    /** For `attempt_suspended`: `delay` nodes waiting for their timers, `wait_signal` nodes for a signal. */
+    timers: z.array(id).max(1000).optional(),
+    signals: z.array(id).max(1000).optional(),
     items: z
       .object({
         started: z.array(itemIndex).max(MAX_MAP_ITEMS),
@@ -60,10 +71,16 @@ export const resultMessageSchema = z
     message: 'nodeId is required for node results',
     path: ['nodeId'],
   })
-  .refine((m) => m.kind !== 'attempt_suspended' || m.nodeId !== undefined || (m.tasks?.length ?? 0) > 0, {
-    message: 'a suspended attempt names its approval node (nodeId) or its waiting task nodes (tasks)',
-    path: ['nodeId'],
-  })
+  .refine(
+    (m) =>
+      m.kind !== 'attempt_suspended' ||
+      m.nodeId !== undefined ||
+      (m.tasks?.length ?? 0) + (m.timers?.length ?? 0) + (m.signals?.length ?? 0) > 0,
+    {
+      message: 'a suspended attempt names its approval node (nodeId) or its waiting nodes (tasks, timers, signals)',
+      path: ['nodeId'],
+    },
+  )
   .refine((m) => m.kind !== 'node_waiting' || m.wait !== undefined, { message: 'wait is required for a waiting node', path: ['wait'] })
   .refine((m) => m.kind !== 'map_items' || (m.nodeId !== undefined && m.items !== undefined), {
     message: 'map_items names its map node (nodeId) and carries its item facts (items)',

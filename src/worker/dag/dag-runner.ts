@@ -8,6 +8,15 @@ import { abortableSleep, tryNode, type TriesOutcome, type TryNodeOptions } from 
 
 export const DEFAULT_CONCURRENCY = 4;
 
+type WaitKind = 'task' | 'subworkflow' | 'timer' | 'signal';
+
+/** What a node of this type waits for outside the run, if anything. */
+function waitKindOf(type: string): WaitKind | undefined {
+  return ({ task: 'task', subworkflow: 'subworkflow', delay: 'timer', wait_signal: 'signal' } as const)[
+    type as 'task' | 'subworkflow' | 'delay' | 'wait_signal'
+  ];
+}
+
 /**
  * `report` rejected: the event may not have reached the control plane, so the run stops (running
  * nodes are aborted and awaited) and this error leaves `runDag`. It is an infrastructure failure
@@ -65,8 +74,8 @@ class DagRun {
   private readonly ready: string[] = [];
   private readonly running = new Map<string, Promise<Settlement>>();
   private readonly approvals: PendingApproval[] = [];
-  /** Task nodes whose task was asked for in this run. */
-  private readonly waitingTasks: string[] = [];
+  /** Nodes whose wait was asked for in this run (tasks, timers, signals). */
+  private readonly waiting: { readonly nodeId: string; readonly kind: WaitKind }[] = [];
   private firstFailure: { readonly nodeId: string; readonly error: ExecutionError } | undefined;
   private readonly tryOptions: TryNodeOptions;
   /** Pure nodes running whose node_started is held with their result. */
@@ -109,12 +118,12 @@ class DagRun {
   }
 
   /**
-   * Task nodes: their output is the input of a task the control plane hands out; subworkflow
-   * nodes: of the child execution it starts. The run waits for its end.
+   * Task nodes (their output is the input of a task the control plane hands out), subworkflow
+   * nodes (of the child execution it starts), `delay` nodes (a durable timer) and `wait_signal`
+   * nodes: the run asks for the wait and goes on without them.
    */
   private waitsOutside(nodeId: string): boolean {
-    const { type } = this.state.node(nodeId);
-    return type === 'task' || type === 'subworkflow';
+    return waitKindOf(this.state.node(nodeId).type) !== undefined;
   }
 
   /** Held rather than reported: only when the reporter can hold events. */
@@ -231,9 +240,9 @@ class DagRun {
     this.startNotReported.delete(nodeId);
     this.state.record(nodeId, { status: 'waiting' });
     if (this.aborted) return;
-    const kind = this.state.node(nodeId).type === 'subworkflow' ? 'subworkflow' : 'task';
-    await this.emit({ kind: 'node_waiting', nodeId, wait: { kind, input } });
-    this.waitingTasks.push(nodeId);
+    const kind = waitKindOf(this.state.node(nodeId).type)!;
+    await this.emit({ kind: 'node_waiting', nodeId, wait: kind === 'task' || kind === 'subworkflow' ? { kind, input } : { kind } });
+    this.waiting.push({ nodeId, kind });
   }
 
   /** A map node's items run here, not through `executeNode` (see MapRun). */
@@ -315,8 +324,17 @@ class DagRun {
     if (this.firstFailure) {
       return { ...base, outcome: 'failed', error: this.firstFailure.error, failedNodeId: this.firstFailure.nodeId };
     }
-    if (this.approvals.length > 0 || this.waitingTasks.length > 0) {
-      return { ...base, outcome: 'suspended', approvals: [...this.approvals], tasks: [...this.waitingTasks] };
+    if (this.approvals.length > 0 || this.waiting.length > 0) {
+      const of = (kind: WaitKind) => this.waiting.filter((w) => w.kind === kind).map((w) => w.nodeId);
+      return {
+        ...base,
+        outcome: 'suspended',
+        approvals: [...this.approvals],
+        // Subworkflow nodes are listed with the task nodes: each waits for a fact the control plane records.
+        tasks: [...of('task'), ...of('subworkflow')],
+        timers: of('timer'),
+        signals: of('signal'),
+      };
     }
     return { ...base, outcome: 'succeeded' };
   }

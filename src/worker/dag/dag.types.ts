@@ -45,11 +45,14 @@ export type DagEvent =
   | { readonly kind: 'node_succeeded'; readonly nodeId: string; readonly output: unknown }
   | { readonly kind: 'node_failed'; readonly nodeId: string; readonly error: ExecutionError }
   | { readonly kind: 'node_skipped'; readonly nodeId: string; readonly reason: string }
-  /** A task node asks for its task (a subworkflow node for its child), with this input; the attempt then waits for it (suspends). */
+  /**
+   * A task node asks for its task (a subworkflow node for its child), with this input; a `delay`
+   * node for its timer; a `wait_signal` node for a signal. The attempt then waits for it (suspends).
+   */
   | {
       readonly kind: 'node_waiting';
       readonly nodeId: string;
-      readonly wait: { readonly kind: 'task' | 'subworkflow'; readonly input: unknown };
+      readonly wait: { readonly kind: 'task' | 'subworkflow'; readonly input: unknown } | { readonly kind: 'timer' | 'signal' };
     }
   /** Items of a running map that started, succeeded or failed (past their retries) since the last such event. */
   | ({ readonly kind: 'map_items'; readonly nodeId: string } & MapItemFacts);
@@ -117,6 +120,9 @@ export type DagResult =
       readonly approvals: readonly PendingApproval[];
       /** Task nodes waiting for their tasks, in the order they were reached. */
       readonly tasks: readonly string[];
+      /** `delay` nodes waiting for their timers, and `wait_signal` nodes for a signal. */
+      readonly timers: readonly string[];
+      readonly signals: readonly string[];
     });
 
 export interface RunDagOptions {

@@ -1,17 +1,17 @@
 import { NodeError } from '../dag/node-error.js';
-import type { Sleep } from '../dag/dag.types.js';
 import type { NodeExecutor } from './node-executor.js';
 
 /** Does nothing; its output is null. Useful as a join point. */
 export const executeNoop: NodeExecutor<'noop'> = async () => null;
 
-/** Waits `config.ms`; rejects as soon as the run is aborted, so a cancel never waits it out. */
-export function createDelayNode(sleep: Sleep): NodeExecutor<'delay'> {
-  return async (node, ctx) => {
-    await sleep(node.config.ms, ctx.signal);
-    return null;
-  };
-}
+/**
+ * A `delay` computes nothing in the worker: the run reports the node as waiting and the control
+ * plane keeps a durable timer for it (docs/architecture.md, "Waiting steps"). Its output is null.
+ */
+export const executeDelay: NodeExecutor<'delay'> = async () => null;
+
+/** A `wait_signal` node likewise: its output, the signal's payload, comes from the control plane. */
+export const executeWaitSignal: NodeExecutor<'wait_signal'> = async () => null;
 
 /** Fails on purpose with the configured error, to exercise retry policies. */
 export const executeFail: NodeExecutor<'fail'> = async (node) => {

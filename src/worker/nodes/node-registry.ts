@@ -1,10 +1,9 @@
 import { CodeSandbox } from '../../sandbox/code-sandbox.js';
 import type { NodeType, WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
-import type { Evaluate, ExecuteNode, Sleep } from '../dag/dag.types.js';
+import type { Evaluate, ExecuteNode } from '../dag/dag.types.js';
 import { NodeError } from '../dag/node-error.js';
-import { abortableSleep } from '../dag/node-retry.js';
 import type { EgressGuard } from '../egress/egress-guard.js';
-import { createDelayNode, executeFail, executeNoop } from './basic-nodes.js';
+import { executeDelay, executeFail, executeNoop, executeWaitSignal } from './basic-nodes.js';
 import { createCodeNode } from './code-node.js';
 import { createHttpNode } from './http-node.js';
 import { createSwitchNode } from './switch-node.js';
@@ -15,8 +14,6 @@ import { TransformSandbox } from './transform-sandbox.js';
 export interface NodeRegistryOptions {
   /** Every network call of every node goes through it. */
   readonly egress: EgressGuard;
-  /** What `delay` waits with; real, abortable timers by default. */
-  readonly sleep?: Sleep;
   /** Where transforms are evaluated; a sandbox with the default limits when absent (started on first use). */
   readonly transform?: TransformSandbox;
   /** Where `code` nodes run; a sandbox with the default pool when absent (started on first use). */
@@ -43,7 +40,7 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
   const sandbox = options.transform ?? new TransformSandbox();
   const executors: NodeRegistry['executors'] = {
     noop: executeNoop,
-    delay: createDelayNode(options.sleep ?? abortableSleep),
+    delay: executeDelay,
     transform: createTransformNode(sandbox),
     code: createCodeNode(options.code ?? new CodeSandbox()),
     http: createHttpNode(options.egress),
@@ -51,6 +48,7 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
     task: createTaskInputNode<'task'>(sandbox),
     subworkflow: createTaskInputNode<'subworkflow'>(sandbox),
     switch: createSwitchNode(sandbox),
+    wait_signal: executeWaitSignal,
   };
   const execute: ExecuteNode = async (node, ctx) => {
     switch (node.type) {
@@ -74,6 +72,8 @@ export function createNodeRegistry(options: NodeRegistryOptions): NodeRegistry {
         return executors.switch(node, ctx);
       case 'map':
         throw new NodeError('map_not_executable', `map node ${node.id} is run item by item by the DAG runner`, false);
+      case 'wait_signal':
+        return executors.wait_signal(node, ctx);
       case 'approval':
         throw new NodeError('approval_not_executable', `approval node ${node.id} waits for a decision; it is never executed`, false);
       default: {

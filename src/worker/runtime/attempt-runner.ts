@@ -138,7 +138,11 @@ export class AttemptRunner {
         case 'suspended': {
           // Every runnable node waits: at the (first) approval reached, and for the tasks asked for.
           const approval = result.approvals.at(0);
-          const tasks = result.tasks.length > 0 ? { tasks: result.tasks } : {};
+          const tasks = {
+            ...(result.tasks.length > 0 ? { tasks: result.tasks } : {}),
+            ...(result.timers.length > 0 ? { timers: result.timers } : {}),
+            ...(result.signals.length > 0 ? { signals: result.signals } : {}),
+          };
           const ended = await this.publishEnd(
             publisher,
             approval === undefined
@@ -151,7 +155,7 @@ export class AttemptRunner {
                   },
                   ...tasks,
                 },
-            approval === undefined ? 'the list of waiting tasks' : `the action of approval node ${approval.nodeId}`,
+            approval === undefined ? 'the list of waiting nodes' : `the action of approval node ${approval.nodeId}`,
           );
           published = true;
           return ended ? 'suspended' : 'failed';

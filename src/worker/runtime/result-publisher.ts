@@ -23,10 +23,13 @@ export interface ResultBody {
   output?: unknown;
   error?: ExecutionError;
   reason?: string;
-  /** `node_waiting`: what the node waits for (a task, or a child execution, with its input). */
-  wait?: { kind: 'task' | 'subworkflow'; input: unknown };
+  /** `node_waiting`: what the node waits for (a task or a child execution, with its input; a timer; a signal). */
+  wait?: { kind: 'task' | 'subworkflow'; input: unknown } | { kind: 'timer' | 'signal' };
   /** `attempt_suspended`: the task nodes waiting for their tasks, and the subworkflow nodes for their children. */
   tasks?: readonly string[];
+  /** `attempt_suspended`: the `delay` nodes waiting for their timers, the `wait_signal` nodes for a signal. */
+  timers?: readonly string[];
+  signals?: readonly string[];
   /** `map_items`: items of the map `nodeId` that started, succeeded or failed. */
   items?: MapItemFacts;
 }

@@ -60,11 +60,21 @@ describe('map nodes at publish', () => {
   });
 
   it('refuses waiting kinds inside a map', () => {
-    for (const type of ['approval', 'task', 'map', 'switch']) {
-      const [issue] = issuesOf(mapGraph({ items: 'input', node: { type, config: {} } }));
+    const configs: Record<string, object> = {
+      approval: {},
+      task: {},
+      subworkflow: { workflow: 'child' },
+      delay: { ms: 10 },
+      wait_signal: { name: 'go' },
+      map: {},
+      switch: {},
+    };
+    for (const [type, config] of Object.entries(configs)) {
+      const [issue] = issuesOf(mapGraph({ items: 'input', node: { type, config } }));
       expect(issue).toEqual({
         path: 'nodes[0].config.node.type',
-        message: 'a map runs one of noop, delay, transform, code, http, fail per item (approval and task nodes wait outside the worker)',
+        message:
+          'a map runs one of noop, transform, code, http, fail per item (approval, task, subworkflow, delay and wait_signal nodes wait outside the worker)',
       });
     }
   });
@@ -75,7 +85,7 @@ describe('map nodes at publish', () => {
   });
 
   it('bounds concurrency to 1..100 and checks the inner node’s own config', () => {
-    const issues = issuesOf(mapGraph({ items: 'input', concurrency: 101, node: { type: 'delay', config: { ms: -1 } } }));
-    expect(issues.map((issue) => issue.path).sort()).toEqual(['nodes[0].config.concurrency', 'nodes[0].config.node.config.ms']);
+    const issues = issuesOf(mapGraph({ items: 'input', concurrency: 101, node: { type: 'fail', config: { code: '' } } }));
+    expect(issues.map((issue) => issue.path).sort()).toEqual(['nodes[0].config.concurrency', 'nodes[0].config.node.config.code']);
   });
 });

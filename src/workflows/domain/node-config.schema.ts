@@ -8,8 +8,35 @@ const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
 
 export const noopConfigSchema = z.strictObject({});
 
-export const delayConfigSchema = z.strictObject({
-  ms: z.number().int().min(0).max(ONE_DAY_MS),
+/**
+ * A durable wait: `ms` from when the node is reached, or until an absolute time (`until`,
+ * ISO-8601 with an offset). The control plane records the due time once; no worker waits.
+ */
+export const delayConfigSchema = z
+  .strictObject({
+    ms: z.number().int().min(0).max(ONE_DAY_MS).optional(),
+    until: z.iso.datetime({ offset: true }).optional(),
+  })
+  .refine((config) => (config.ms === undefined) !== (config.until === undefined), 'a delay takes either ms or until');
+
+/** Signal names: they travel in URL paths (`POST /v1/executions/:id/signals/:name`). */
+export const SIGNAL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const signalNameSchema = z
+  .string()
+  .regex(SIGNAL_NAME_PATTERN, 'a signal name is 1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-", starting with a letter or digit');
+
+/**
+ * Waits for a signal of `name` sent to the execution (kept if it came first); the node's output
+ * is its payload. `timeoutMs` fails the node `signal_timeout` when none arrives in time.
+ */
+export const waitSignalConfigSchema = z.strictObject({
+  name: signalNameSchema,
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * ONE_DAY_MS)
+    .optional(),
 });
 
 /** A JSONata expression over the node's input, evaluated by the worker (never `eval`). */
@@ -124,3 +151,4 @@ export type FailConfig = z.output<typeof failConfigSchema>;
 export type TaskConfig = z.output<typeof taskConfigSchema>;
 export type SwitchConfig = z.output<typeof switchConfigSchema>;
 export type SubworkflowConfig = z.output<typeof subworkflowConfigSchema>;
+export type WaitSignalConfig = z.output<typeof waitSignalConfigSchema>;

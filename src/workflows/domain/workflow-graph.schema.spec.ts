@@ -75,7 +75,8 @@ describe('the publish body', () => {
       const [issue] = issuesOf(oneNode({ id: 'a', type: 'shell', config: { cmd: 'rm -rf /' } }));
       expect(issue).toEqual({
         path: 'nodes[0].type',
-        message: 'unknown node type; expected one of noop, delay, transform, code, http, approval, fail, task, switch, map, subworkflow',
+        message:
+          'unknown node type; expected one of noop, delay, transform, code, http, approval, fail, task, switch, map, subworkflow, wait_signal',
       });
     });
 
@@ -90,6 +91,25 @@ describe('the publish body', () => {
         expect(paths(issuesOf(oneNode({ id: 'a', type: 'delay', config: { ms } })))).toEqual(['nodes[0].config.ms']);
       }
       expect(paths(issuesOf(oneNode({ id: 'a', type: 'delay' })))).toEqual(['nodes[0].config']);
+    });
+
+    it('delay waits until an ISO-8601 time instead, but never both', () => {
+      const until = '2030-01-01T00:00:00.000Z';
+      expect(graphOf(oneNode({ id: 'a', type: 'delay', config: { until } })).nodes[0].config).toEqual({ until });
+      expect(paths(issuesOf(oneNode({ id: 'a', type: 'delay', config: { until: 'tomorrow' } })))).toEqual(['nodes[0].config.until']);
+      expect(paths(issuesOf(oneNode({ id: 'a', type: 'delay', config: { ms: 5, until } })))).toEqual(['nodes[0].config']);
+      expect(paths(issuesOf(oneNode({ id: 'a', type: 'delay', config: {} })))).toEqual(['nodes[0].config']);
+    });
+
+    it('wait_signal names its signal, with an optional time limit', () => {
+      expect(graphOf(oneNode({ id: 'a', type: 'wait_signal', config: { name: 'go', timeoutMs: 1_000 } })).nodes[0].config).toEqual({
+        name: 'go',
+        timeoutMs: 1_000,
+      });
+      expect(paths(issuesOf(oneNode({ id: 'a', type: 'wait_signal', config: { name: 'no spaces' } })))).toEqual(['nodes[0].config.name']);
+      expect(paths(issuesOf(oneNode({ id: 'a', type: 'wait_signal', config: { name: 'go', timeoutMs: 0 } })))).toEqual([
+        'nodes[0].config.timeoutMs',
+      ]);
     });
 
     it('transform needs a non-empty expression of at most 4 KiB', () => {

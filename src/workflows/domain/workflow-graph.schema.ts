@@ -10,6 +10,7 @@ import {
   subworkflowConfigSchema,
   taskConfigSchema,
   transformConfigSchema,
+  waitSignalConfigSchema,
 } from './node-config.schema.js';
 import { nodeIdSchema } from './workflow-identity.js';
 import { MAX_NODE_TIMEOUT_MS, ONE_DAY_MS } from './workflow-graph.limits.js';
@@ -71,6 +72,7 @@ export const NODE_TYPES = [
   'switch',
   'map',
   'subworkflow',
+  'wait_signal',
 ] as const;
 
 /** What every node has besides its id, type, config and trigger (a map's inner node has these too). */
@@ -94,7 +96,7 @@ const nodeOf = <Type extends string, Config extends z.ZodType>(type: Type, confi
   });
 
 /** The node types a `map` may run per item: those that run to their end inside the worker. */
-export const MAP_INNER_NODE_TYPES = ['noop', 'delay', 'transform', 'code', 'http', 'fail'] as const;
+export const MAP_INNER_NODE_TYPES = ['noop', 'transform', 'code', 'http', 'fail'] as const;
 
 const innerNodeOf = <Type extends string, Config extends z.ZodType>(type: Type, config: Config) =>
   z.strictObject({ type: z.literal(type), config, ...runFields });
@@ -104,8 +106,8 @@ export const MAX_MAP_ITEMS = 10_000;
 
 /**
  * `map`: runs `node` once per element of the array `items` evaluates to (a JSONata expression
- * over the map's input), at most `concurrency` at once. Waiting kinds (approval, task) and
- * control-flow nodes cannot run per item.
+ * over the map's input), at most `concurrency` at once. Waiting kinds (approval, task,
+ * subworkflow, delay, wait_signal) and control-flow nodes cannot run per item.
  */
 export const mapConfigSchema = z.strictObject({
   items: transformConfigSchema.shape.expression,
@@ -113,7 +115,6 @@ export const mapConfigSchema = z.strictObject({
     'type',
     [
       innerNodeOf('noop', noopConfigSchema.prefault({})),
-      innerNodeOf('delay', delayConfigSchema),
       innerNodeOf('transform', transformConfigSchema),
       innerNodeOf('code', codeConfigSchema),
       innerNodeOf('http', httpConfigSchema),
@@ -122,7 +123,7 @@ export const mapConfigSchema = z.strictObject({
     {
       error: (issue) =>
         issue.code === 'invalid_union'
-          ? `a map runs one of ${MAP_INNER_NODE_TYPES.join(', ')} per item (approval and task nodes wait outside the worker)`
+          ? `a map runs one of ${MAP_INNER_NODE_TYPES.join(', ')} per item (approval, task, subworkflow, delay and wait_signal nodes wait outside the worker)`
           : undefined,
     },
   ),
@@ -143,6 +144,7 @@ export const workflowNodeSchema = z.discriminatedUnion(
     nodeOf('switch', switchConfigSchema),
     nodeOf('map', mapConfigSchema),
     nodeOf('subworkflow', subworkflowConfigSchema),
+    nodeOf('wait_signal', waitSignalConfigSchema),
   ],
   {
     error: (issue) => (issue.code === 'invalid_union' ? `unknown node type; expected one of ${NODE_TYPES.join(', ')}` : undefined),

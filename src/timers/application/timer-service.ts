@@ -1,0 +1,204 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { systemActor } from '../../core/actors.js';
+import type { Clock } from '../../core/clock.port.js';
+import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
+import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
+import type { IdGenerator } from '../../core/ids.js';
+import type { Logger } from '../../core/logger.js';
+import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
+import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
+import {
+  type CheckpointStore,
+  CheckpointThrottle,
+  type RunningSubscription,
+  startCheckpointedSubscription,
+} from '../../postgres/checkpoint-store.js';
+import type { SqlClient } from '../../postgres/sql-client.port.js';
+import type { DueTimer, TimerTable } from '../infrastructure/timer-table.js';
+import { planTimers } from './timer-plan.js';
+
+export interface TimerServiceDeps {
+  store: EventStore;
+  executions: Pick<ExecutionStreams, 'handle'>;
+  /** The read-model Postgres: the table of live timers and the checkpoint commit in one of its transactions. */
+  sql: SqlClient;
+  checkpoints: CheckpointStore;
+  timers: TimerTable;
+  /** What "due" means: injectable, so tests move time instead of waiting. */
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+}
+
+export interface TimerServiceOptions {
+  /** Checkpoint name of the subscription that keeps the table. */
+  name?: string;
+  batchSize?: number;
+  /** How long a short batch of events waits for more to share its transaction. */
+  gatherMs?: number;
+  /** Longest sleep between looks when nothing is due sooner (other processes' timers are seen then). */
+  idleMs?: number;
+  /** Timers claimed per look, and how many fire at once. */
+  dueBatchSize?: number;
+  concurrency?: number;
+  /** How long a claim keeps other timer processes off a row. */
+  claimMs?: number;
+  /** Backoff of a timer whose firing keeps failing. */
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+/**
+ * The `timer` role: fires durable timers (a `delay` node's, a `wait_signal` node's time limit)
+ * when due. A checkpointed subscription of the log keeps `timers_due`; a loop claims the due rows,
+ * fires each by command (`FireTimer`, decided on the execution's stream with its expected
+ * revision, so a timer fires once however many processes race), and sleeps until the next due
+ * time (at most `idleMs`), woken early when this process records a timer due sooner. A timer due
+ * long ago (the role was down) fires at once, and its event records how late.
+ */
+export class TimerService {
+  private readonly options: Required<TimerServiceOptions>;
+  private subscription: RunningSubscription | null = null;
+  private loop: { abort: AbortController; done: Promise<void> } | null = null;
+  private readonly throttle = new CheckpointThrottle();
+  /** When the loop sleeps until, and how to wake it sooner. */
+  private sleeping: { untilMs: number; wake: () => void } | null = null;
+
+  constructor(
+    private readonly deps: TimerServiceDeps,
+    options: TimerServiceOptions = {},
+  ) {
+    this.options = {
+      name: 'timers',
+      batchSize: 1_000,
+      gatherMs: 10,
+      idleMs: 1_000,
+      dueBatchSize: 1_000,
+      concurrency: 128,
+      claimMs: 30_000,
+      backoff: { initialMs: 1_000, maxMs: 60_000 },
+      ...options,
+    };
+  }
+
+  start(): void {
+    if (this.subscription) return;
+    this.subscription = startCheckpointedSubscription({
+      name: this.options.name,
+      store: this.deps.store,
+      checkpoints: this.deps.checkpoints,
+      streamPrefixes: ['execution-'],
+      batchSize: this.options.batchSize,
+      gatherMs: this.options.gatherMs,
+      handle: (batch) => this.track(batch),
+      logger: this.deps.logger,
+    });
+    const abort = new AbortController();
+    this.loop = { abort, done: this.run(abort.signal) };
+  }
+
+  async stop(): Promise<void> {
+    const { subscription, loop } = this;
+    this.subscription = null;
+    this.loop = null;
+    loop?.abort.abort();
+    this.sleeping?.wake();
+    await Promise.all([subscription?.stop(), loop?.done]);
+  }
+
+  /** Applies one batch of execution events to the table, with the checkpoint, in one transaction. */
+  async track(batch: readonly RecordedEvent[]): Promise<void> {
+    const last = batch[batch.length - 1];
+    if (last === undefined) return;
+    const plan = planTimers(
+      batch.map((recorded) => ({ executionId: recorded.streamId.slice('execution-'.length), event: parseExecutionEvent(recorded) })),
+    );
+    const changes = plan.upserts.length + plan.removals.length;
+    if (!this.throttle.shouldSave(changes > 0, last.position)) return;
+    await this.deps.sql.transaction(
+      async (tx) => {
+        await Promise.all([this.deps.timers.apply(plan, tx), this.deps.checkpoints.save(this.options.name, last.position, tx)]);
+      },
+      { asynchronousCommit: true },
+    );
+    const earliest = Math.min(...plan.upserts.map((u) => u.dueMs));
+    if (this.sleeping !== null && earliest < this.sleeping.untilMs) this.sleeping.wake();
+  }
+
+  /** Claims and fires the timers due now (one bounded batch); returns how many were claimed. */
+  async fireDue(): Promise<number> {
+    const due = await this.deps.timers.claimDue(this.deps.clock.now().getTime(), this.options.dueBatchSize, this.options.claimMs);
+    const settled: DueTimer[] = [];
+    let next = 0;
+    // Many firings at once: the store commits their appends in groups.
+    await Promise.all(
+      Array.from({ length: Math.min(this.options.concurrency, due.length) }, async () => {
+        while (next < due.length) {
+          const timer = due[next++];
+          if (await this.fire(timer)) settled.push(timer);
+        }
+      }),
+    );
+    // Fired, or nothing left to fire: their rows go in one statement.
+    await this.deps.timers.removeAll(settled);
+    return due.length;
+  }
+
+  /** True when the timer fired (or has nothing left to fire); false when its row was deferred or backed off. */
+  private async fire(timer: DueTimer): Promise<boolean> {
+    try {
+      const outcome = await this.deps.executions.handle(timer.executionId, {
+        type: 'FireTimer',
+        data: { timerId: timer.timerId, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() },
+        metadata: { now: this.deps.clock.now(), actor: systemActor('timer') },
+      });
+      if (outcome.appended) this.deps.logger.debug('timer fired', { executionId: timer.executionId, timerId: timer.timerId });
+      return true;
+    } catch (error) {
+      const notDueUntil = error instanceof InvalidStateError ? error.details?.['deadline'] : undefined;
+      if (typeof notDueUntil === 'string') {
+        await this.deps.timers.defer(timer, Date.parse(notDueUntil));
+        return false;
+      }
+      // Cancelled, or its execution ended: nothing left to fire.
+      if (error instanceof StaleAttemptError || error instanceof NotFoundError) return true;
+      const { initialMs, maxMs } = this.options.backoff;
+      const delayMs = Math.min(maxMs, initialMs * 2 ** timer.failures);
+      this.deps.logger.warn('firing a timer failed; backing off', { err: error, timerId: timer.timerId, retryInMs: delayMs });
+      await this.deps.timers.backOff(timer, this.deps.clock.now().getTime() + delayMs);
+      return false;
+    }
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      let waitMs: number;
+      try {
+        // A full batch means more may be due: look again at once.
+        if ((await this.fireDue()) === this.options.dueBatchSize) continue;
+        const idle = this.throttle.due();
+        if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
+        const next = await this.deps.timers.nextDueMs();
+        const untilNext = next === null ? this.options.idleMs : next - this.deps.clock.now().getTime();
+        waitMs = Math.max(0, Math.min(this.options.idleMs, untilNext));
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        waitMs = Math.min(5_000, 100 * 2 ** failures);
+        this.deps.logger.warn('timer loop failed; retrying', { err: error, failures });
+      }
+      if (waitMs > 0) await this.sleep(waitMs, signal);
+    }
+  }
+
+  /** Sleeps `ms`, or less when woken (a timer due sooner was recorded, or the service stops). */
+  private async sleep(ms: number, signal: AbortSignal): Promise<void> {
+    const woken = new AbortController();
+    this.sleeping = { untilMs: this.deps.clock.now().getTime() + ms, wake: () => woken.abort() };
+    try {
+      await sleep(ms, undefined, { signal: AbortSignal.any([signal, woken.signal]) }).catch(() => undefined);
+    } finally {
+      this.sleeping = null;
+    }
+  }
+}
