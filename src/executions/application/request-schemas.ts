@@ -43,12 +43,21 @@ export const completeBodySchema = z
     error: executionErrorBodySchema.optional(),
     approval: z.strictObject({ nodeId: z.string().min(1).max(64), action: z.unknown() }).optional(),
     tasks: z.array(z.string().min(1).max(64)).max(1000).optional(),
+    /** For outcome `suspended`: the `delay` nodes waiting for their timers, the `wait_signal` nodes for a signal. */
+    timers: z.array(z.string().min(1).max(64)).max(1000).optional(),
+    signals: z.array(z.string().min(1).max(64)).max(1000).optional(),
   })
   .refine((b) => b.outcome !== 'failed' || b.error !== undefined, { message: 'error is required when outcome is failed', path: ['error'] })
-  .refine((b) => b.outcome !== 'suspended' || b.approval !== undefined || (b.tasks?.length ?? 0) > 0, {
-    message: 'approval or tasks is required when outcome is suspended',
-    path: ['approval'],
-  });
+  .refine(
+    (b) =>
+      b.outcome !== 'suspended' ||
+      b.approval !== undefined ||
+      (b.tasks?.length ?? 0) + (b.timers?.length ?? 0) + (b.signals?.length ?? 0) > 0,
+    {
+      message: 'approval, tasks, timers or signals is required when outcome is suspended',
+      path: ['approval'],
+    },
+  );
 
 export const approvalBodySchema = z.strictObject({
   decision: z.enum(['approve', 'reject']),
