@@ -1,12 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createWorker } from '../../src/worker/runtime/create-worker.js';
 import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
+import { assertBuilt, spawnAppProcess, WORKER_READY, type AppProcess } from '../support/app-process.js';
 import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
@@ -14,8 +11,6 @@ import { startKafkaBroker, testKafkaBrokers, type KafkaBroker } from '../support
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
 /** Faults of issue 3 on the full stack: real Postgres, real Kafka, a worker in another process. */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const quiet = createLogger({ level: 'silent' });
 
 type Event = { type: string; data: Record<string, unknown> };
@@ -24,17 +19,17 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
   const barrier = new BarrierServer();
   const buses: KafkaBus[] = [];
   const workers: WorkerService[] = [];
-  const children: ChildProcess[] = [];
+  const processes: AppProcess[] = [];
   let t: TestApp | undefined;
   let api: ApiClient;
 
   beforeAll(async () => {
-    if (!existsSync(MAIN)) throw new Error('dist/src/main.js is missing: run `npm run build` (npm test does)');
+    assertBuilt();
     await barrier.start();
   });
   afterAll(() => barrier.stop());
   afterEach(async () => {
-    for (const child of children.splice(0)) child.kill('SIGKILL');
+    for (const child of processes.splice(0)) await child.signal('SIGKILL');
     for (const worker of workers.splice(0)) await worker.stop();
     await t?.close();
     t = undefined;
@@ -60,26 +55,20 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
     (await api.get(`/v1/executions/${executionId}/history?limit=1000`, { token: TOKENS.viewerA })).body.events;
 
   /** `npm run worker`: a worker process of its own, talking to the app over HTTP and Kafka. */
-  async function spawnWorker(apiUrl: string, brokers: string[]): Promise<ChildProcess> {
-    const env = {
-      ...process.env,
-      FLOSTRA_ROLES: 'worker',
-      FLOSTRA_API_URL: apiUrl,
-      FLOSTRA_WORKER_TOKEN: TOKENS.worker,
-      KAFKA_BROKERS: brokers.join(','),
-      FLOSTRA_EGRESS_ALLOW: '127.0.0.1/32',
-      LOG_LEVEL: 'warn',
-    };
-    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    await eventually(() => output.includes('is consuming dispatches'), {
-      what: () => `the worker process to start:\n${output}`,
-      timeoutMs: 60_000,
-    });
-    return child;
+  async function spawnWorker(apiUrl: string, brokers: string[]): Promise<AppProcess> {
+    const worker = await spawnAppProcess(
+      {
+        FLOSTRA_ROLES: 'worker',
+        FLOSTRA_API_URL: apiUrl,
+        FLOSTRA_WORKER_TOKEN: TOKENS.worker,
+        KAFKA_BROKERS: brokers.join(','),
+        FLOSTRA_EGRESS_ALLOW: '127.0.0.1/32',
+        LOG_LEVEL: 'warn',
+      },
+      WORKER_READY,
+    );
+    processes.push(worker);
+    return worker;
   }
 
   it('(b) a worker killed mid-run: the lease expires, a retry attempt runs, and nodes finished before are not run again', async () => {
@@ -101,7 +90,7 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
       async () => (await history(executionId)).some((e) => e.type === 'NodeSucceeded' && e.data['nodeId'] === 'n1'),
       'n1 to be recorded',
     );
-    first.kill('SIGKILL');
+    await first.signal('SIGKILL');
     barrier.release('killed-n2');
 
     // A replacement worker that joins later (a group of its own, so it need not wait out the dead
