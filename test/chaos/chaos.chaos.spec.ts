@@ -169,39 +169,41 @@ describe('chaos: roles, Postgres and Kafka fail one after another under load', (
     }
     const loops = Array.from({ length: CONCURRENCY }, (_, n) => loop(n));
 
-    /** Lets the load run until `count` more executions have finished: the system has recovered. */
+    // Each fault, then the load runs until CONCURRENCY more executions have finished (the system
+    // recovered), then a short steady period. recoverySeconds: from the fault to that point.
+    const faults: string[] = [];
     const recoverySeconds: Record<string, number> = {};
-    const progress = async (what: string, count = CONCURRENCY) => {
+    const recovered = async (what: string) => {
+      const target = outcomes.length + CONCURRENCY;
+      await eventually(() => outcomes.length >= target, { what: `${CONCURRENCY} executions to finish after ${what}`, timeoutMs: 120_000 });
+    };
+    const inject = async (fault: string, act: () => Promise<void>) => {
       const since = Date.now();
-      const target = outcomes.length + count;
-      await eventually(() => outcomes.length >= target, { what: `${count} executions to finish after ${what}`, timeoutMs: 120_000 });
-      recoverySeconds[what] = Math.round((Date.now() - since) / 100) / 10;
+      faults.push(fault);
+      await act();
+      await recovered(fault);
+      recoverySeconds[fault] = Math.round((Date.now() - since) / 100) / 10;
       await sleep(STEADY_MS);
     };
-    const faults: string[] = [];
-    await progress('the start');
+    await recovered('the start');
 
     // 1. Each role SIGKILLed, then started again.
     for (const role of ROLES) {
-      await processes.get(role)!.signal('SIGKILL');
-      faults.push(`kill ${role}`);
-      await startRole(role);
-      await progress(`the ${role} restarted`);
+      await inject(`kill ${role}`, async () => {
+        await processes.get(role)!.signal('SIGKILL');
+        await startRole(role);
+      });
     }
     // 2. Postgres and Kafka restarted (Kafka killed hard), with the roles running.
-    await postgres.restart({ whileDown: () => sleep(2_000) });
-    faults.push('restart postgres');
-    await progress('Postgres restarted');
-    await broker.restart({ hard: true, whileDown: () => sleep(1_000) });
-    faults.push('restart kafka');
-    await progress('Kafka restarted');
+    await inject('restart postgres', () => postgres.restart({ whileDown: () => sleep(2_000) }));
+    await inject('restart kafka', () => broker.restart({ hard: true, whileDown: () => sleep(1_000) }));
     // 3. The dispatcher frozen for longer than a lease, then thawed.
-    const dispatcher = processes.get('dispatcher')!;
-    await dispatcher.signal('SIGSTOP');
-    faults.push('stop dispatcher');
-    await sleep(6_000);
-    await dispatcher.signal('SIGCONT');
-    await progress('the dispatcher resumed');
+    await inject('stop dispatcher', async () => {
+      const dispatcher = processes.get('dispatcher')!;
+      await dispatcher.signal('SIGSTOP');
+      await sleep(6_000);
+      await dispatcher.signal('SIGCONT');
+    });
 
     stopping = true;
     await Promise.all(loops);
