@@ -6,6 +6,9 @@
  * - integration `*.int.spec.ts`: adapters, contracts and processes against real Postgres,
  *               PGlite, Kafka, the KurrentDB double or loopback HTTP servers.
  * - e2e         `*.e2e.spec.ts`: the whole app over HTTP, the fault suites, the browser suite.
+ * - chaos       `test/chaos/*.chaos.spec.ts`: every role in a process of its own under load while
+ *               processes, Postgres and Kafka fail; starts its own services. Only `npm run test:chaos`
+ *               runs it (`npm test` leaves it out).
  *
  * The integration and e2e setups start the services their suites use; when both tiers run in
  * one jest run each service starts once and stops after the last test (test/support/test-services.ts).
@@ -37,7 +40,7 @@ export default {
       ...shared,
       displayName: 'unit',
       testMatch: suffixed('.spec.ts'),
-      testPathIgnorePatterns: ['/node_modules/', '\\.int\\.spec\\.ts$', '\\.e2e\\.spec\\.ts$'],
+      testPathIgnorePatterns: ['/node_modules/', '\\.int\\.spec\\.ts$', '\\.e2e\\.spec\\.ts$', '\\.chaos\\.spec\\.ts$'],
     },
     {
       ...shared,
@@ -52,6 +55,11 @@ export default {
       testMatch: suffixed('.e2e.spec.ts'),
       globalSetup: '<rootDir>/test/e2e.global-setup.ts',
       globalTeardown: '<rootDir>/test/e2e.global-teardown.ts',
+    },
+    {
+      ...shared,
+      displayName: 'chaos',
+      testMatch: ['<rootDir>/test/chaos/*.chaos.spec.ts'],
     },
   ],
 };

@@ -162,7 +162,8 @@ function findPostgresBin(): string {
   return join(POSTGRES_ROOT, versions[0], 'bin');
 }
 
-function freePort(): Promise<number> {
+/** A port on 127.0.0.1 that was free a moment ago (another process may take it before it is bound). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
