@@ -6,8 +6,8 @@ import { reusable, sqlErrorInfo, type SqlClient, type SqlQueryable } from './sql
 
 /**
  * Runs `create ... if not exists` statements one by one. Two processes creating the same table
- * at once can still collide in the catalog (unique_violation / duplicate_table): the other one
- * won, which is all we wanted.
+ * at once can still collide in the catalog (unique_violation, duplicate_table, or duplicate_object
+ * for the table's row type): the other one won, which is all we wanted.
  */
 export async function ensureTables(sql: SqlClient, statements: readonly string[]): Promise<void> {
   for (const statement of statements) {
@@ -15,7 +15,7 @@ export async function ensureTables(sql: SqlClient, statements: readonly string[]
       await sql.query(statement);
     } catch (error) {
       const { code } = sqlErrorInfo(error);
-      if (code !== '23505' && code !== '42P07') throw error;
+      if (code !== '23505' && code !== '42P07' && code !== '42710') throw error;
     }
   }
 }

@@ -161,10 +161,10 @@ describe('the web console in a browser', () => {
     await shot(page, 'execution');
   });
 
-  it('cancels a running execution', async () => {
+  it('cancels an execution waiting on a durable delay', async () => {
     const executionId = await startWith('hold');
     await page.goto(`${t.url}/console/executions/${executionId}`);
-    await eventually(async () => (await nodeState(page, 'hold')) === 'running', 'the delay to run');
+    await eventually(async () => (await nodeState(page, 'hold')) === 'waiting', 'the delay to wait for its timer');
     await page.getByRole('button', { name: 'Cancel' }).click();
     await page.locator('h2 .badge.status-cancelled').waitFor({ timeout: 20_000 });
     expect((await api.get(`/v1/executions/${executionId}`, { token: TOKENS.adminA })).body.status).toBe('cancelled');
@@ -235,7 +235,7 @@ describe('the web console in a browser', () => {
     const viewer = await signedIn(viewerContext, VIEWER);
     await viewer.goto(`${t.url}/console/executions/${executionId}`);
     await viewer.getByTestId('dag').locator('.react-flow__node').first().waitFor();
-    await eventually(async () => (await nodeState(viewer, 'hold')) === 'running', 'the viewer to see it run');
+    await eventually(async () => (await nodeState(viewer, 'hold')) === 'waiting', 'the viewer to see it wait');
     expect(await viewer.getByRole('button', { name: /Cancel|Redrive|Approve|Reject/ }).count()).toBe(0);
     await viewer.goto(`${t.url}/console/workspaces/ws-a/workflows/demo`);
     await viewer.getByTestId('dag').waitFor();
@@ -264,7 +264,7 @@ describe('the web console in a browser', () => {
     expect(await forge(page, 'none')).toEqual({ status: 403, code: 'csrf_required' });
     expect(await forge(page, 'wrong')).toEqual({ status: 403, code: 'csrf_required' });
     const after = (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.adminA })).body;
-    expect(after).toMatchObject({ status: 'running', cancelRequested: false });
+    expect(after).toMatchObject({ status: 'waiting', cancelRequested: false });
     await viewerContext.close();
     await api.post(`/v1/executions/${executionId}/cancel`, { token: TOKENS.adminA, body: {} });
     expect(cspViolations).toEqual([]);

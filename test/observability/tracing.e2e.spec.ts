@@ -39,7 +39,7 @@ describe('one execution, one trace (the SDK with an in-memory exporter; Postgres
     const graph = {
       nodes: [
         { id: 'a', type: 'noop' },
-        { id: 'b', type: 'delay', config: { ms: 10 } },
+        { id: 'b', type: 'transform', config: { expression: 'input' } },
         { id: 'c', type: 'noop' },
       ],
       edges: [
@@ -85,7 +85,7 @@ describe('one execution, one trace (the SDK with an in-memory exporter; Postgres
         'attempt',
         'POST /v1/executions/:executionId/attempts/:attemptId/claim',
         'node noop',
-        'node delay',
+        'node transform',
         'ingest results',
       ]),
     );
@@ -113,7 +113,7 @@ describe('one execution, one trace (the SDK with an in-memory exporter; Postgres
     expect(parentName('dispatch')).toBe('POST /v1/workspaces/:workspaceId/workflows/:name/executions');
     expect(parentName('attempt')).toBe('dispatch');
     expect(parentName('POST /v1/executions/:executionId/attempts/:attemptId/claim')).toBe('attempt');
-    expect(parentName('node delay')).toBe('attempt');
+    expect(parentName('node transform')).toBe('attempt');
     expect(byId.get(endSpanId)?.name).toBe('ingest results');
     expect(byId.get(parentOf(byId.get(endSpanId)!) ?? '')?.name).toBe('attempt');
   }, 120_000);
