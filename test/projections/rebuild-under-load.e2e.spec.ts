@@ -63,8 +63,8 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     );
     expect(rebuilds.map((r) => r.status)).toEqual([202, 202]);
 
-    // Watch the rebuild through the admin API until both switched, while the load goes on.
-    let sawProgress = false;
+    // Watch the rebuild through the admin API until both switched, while the load goes on. (A
+    // small rebuild may start and finish between two polls, so seeing it mid-way is not required.)
     // The rebuild chases a head that the load keeps moving: bounded in time, not in polls.
     let last: unknown;
     await eventually(
@@ -73,7 +73,6 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
         expect(status.status).toBe(200);
         last = status.body;
         const byName = Object.fromEntries(status.body.projections.map((p: { name: string }) => [p.name, p]));
-        sawProgress ||= ['executions', 'timeline'].some((name) => byName[name].rebuild !== null);
         return rebuilds.every((r, k) => byName[['executions', 'timeline'][k]].lastRebuild?.rebuildId === r.body.rebuildId);
       },
       { what: () => `the rebuilds to finish: ${JSON.stringify(last)}`, timeoutMs: 150_000, intervalMs: 50 },
@@ -82,7 +81,6 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     running = false;
     await Promise.all(load);
 
-    expect(sawProgress).toBe(true);
     expect(failures).toEqual([]);
     expect(count).toBeGreaterThan(20);
     await t.waitForProjections();
