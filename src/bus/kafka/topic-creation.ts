@@ -28,6 +28,9 @@ const NOT_READY_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILAB
 
 /** A not-ready answer, or kafkajs giving up its own retries of one. */
 function stillSettling(error: unknown): boolean {
+  // kafkajs's fetchTopicOffsets throws a TypeError when the broker's ListOffsets answer does not
+  // name a topic it has just created yet: the topic is not served yet, as with the codes above.
+  if (error instanceof TypeError && error.message.includes("'partitions'")) return true;
   const { type, cause } = error as { type?: unknown; cause?: unknown };
   return NOT_READY_YET.has(type as string) || (cause !== undefined && stillSettling(cause));
 }
