@@ -6,7 +6,7 @@ import { randomIds } from '../../src/core/ids.js';
 import { createLogger } from '../../src/core/logger.js';
 import { ExecutionStreams } from '../../src/executions/application/execution-streams.js';
 import { StartExecutionHandler } from '../../src/executions/application/start-execution.handler.js';
-import { parseExecutionEvent } from '../../src/executions/domain/execution-event.parser.js';
+import { executionStreamId, parseExecutionEvent } from '../../src/executions/domain/execution-event.parser.js';
 import { ScheduleStreams } from '../../src/schedules/application/schedule-streams.js';
 import type { ScheduleDefinition } from '../../src/schedules/domain/schedule.events.js';
 import { scheduleStreamId } from '../../src/schedules/domain/schedule-identity.js';
@@ -135,6 +135,37 @@ describe('schedulers (real Postgres)', () => {
     const started = await startsOf('orphan');
     expect([...started.keys()].sort()).toEqual(['2026-01-01T01:00:01.000Z', '2026-01-01T01:00:02.000Z']);
     for (const ids of started.values()) expect(ids).toHaveLength(1);
+  });
+
+  it('overlap skip: a fire is skipped while the last execution runs, and fires again once retention removed it', async () => {
+    clock.set('2026-01-01T02:00:00.200Z');
+    await define('expiring', { cron: '* * * * * *', overlap: 'skip' });
+    const scheduler = aScheduler();
+    const tickAt = async (iso: string) => {
+      await feed([scheduler], 'expiring');
+      clock.set(iso);
+      await scheduler.tick();
+    };
+    await tickAt('2026-01-01T02:00:01.000Z');
+    // No worker runs here: the first execution is still running at the next fire time.
+    await tickAt('2026-01-01T02:00:02.000Z');
+    const first = [...(await startsOf('expiring')).values()].flat();
+    expect(first).toHaveLength(1);
+
+    // Retention deletes an ended execution's stream; the schedule must not wait for it forever.
+    const stream = executionStreamId(first[0]);
+    const events = await store.readStream(stream);
+    await store.deleteStream(stream, { expectedRevision: events[events.length - 1].revision });
+    await tickAt('2026-01-01T02:00:03.000Z');
+
+    const started = await startsOf('expiring');
+    expect([...started.keys()].sort()).toEqual(['2026-01-01T02:00:03.000Z']);
+    const decided = (await store.readStream(scheduleStreamId(WS, 'expiring'))).map((e) => [e.type, (e.data as { fireTime?: string }).fireTime]);
+    expect(decided.slice(1)).toEqual([
+      ['ScheduleFired', '2026-01-01T02:00:01.000Z'],
+      ['ScheduleFireSkipped', '2026-01-01T02:00:02.000Z'],
+      ['ScheduleFired', '2026-01-01T02:00:03.000Z'],
+    ]);
   });
 
   /** Moves the clock minute by minute through [from, to) and lets the scheduler look each time. */

@@ -191,12 +191,17 @@ export class Scheduler {
     followed.dueAt = dueAt(state);
   }
 
-  /** Whether the execution still runs (one that was fired but not started yet counts as running). */
+  /**
+   * Whether the schedule's last execution still runs. `settle` starts every owed fire before it
+   * asks, and the last execution is always one of them, so an execution that is not found was
+   * started and then removed by retention, which removes only ended executions (or its start was
+   * refused, which the schedule has recorded): it does not run.
+   */
   private async runs(executionId: string): Promise<boolean> {
     try {
       return !isFinal((await this.deps.executions.load(executionId)).state);
     } catch (error) {
-      if (error instanceof NotFoundError) return true;
+      if (error instanceof NotFoundError) return false;
       throw error;
     }
   }
