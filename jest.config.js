@@ -35,6 +35,8 @@ const suffixed = (suffix) => roots.map((root) => `<rootDir>/${root}/**/*${suffix
 
 export default {
   testTimeout: 60000,
+  // `npm test` runs the suites in shards side by side (scripts/test-shards.mjs); this splits them.
+  testSequencer: '<rootDir>/test/shard-sequencer.mjs',
   projects: [
     {
       ...shared,
