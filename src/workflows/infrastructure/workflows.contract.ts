@@ -3,7 +3,8 @@ import { identifierField, positionField, timestampField } from '../../http/opena
 import { defineRoute, json, workspaceRole } from '../../http/openapi/route-contract.js';
 import { nameSchema } from '../../http/validation.js';
 import { workflowListQuerySchema, workflowRevisionQuerySchema } from '../application/request-schemas.js';
-import { retryPolicySchema, workflowGraphSchema } from '../domain/workflow-graph.schema.js';
+import { codeConfigSchema, failConfigSchema, httpConfigSchema, transformConfigSchema } from '../domain/node-config.schema.js';
+import { retryPolicySchema, timeoutsSchema, workflowGraphSchema } from '../domain/workflow-graph.schema.js';
 import { workflowEventSchemas } from '../domain/workflow.events.js';
 
 /** Contracts of WorkflowsController (docs/api.md, "Workflows"). */
@@ -17,7 +18,16 @@ const published = workflowEventSchemas.WorkflowRevisionPublished.shape;
  * `nonRetryable` (a transform that keeps its type) shown as the array it is.
  */
 export const workflowGraphDocumentation = {
-  components: { WorkflowGraph: workflowGraphSchema },
+  // Parts used by more than one node type (or by a node and a map's inner node) are named once.
+  components: {
+    WorkflowGraph: workflowGraphSchema,
+    RetryPolicy: retryPolicySchema,
+    Timeouts: timeoutsSchema,
+    TransformConfig: transformConfigSchema,
+    CodeConfig: codeConfigSchema,
+    HttpConfig: httpConfigSchema,
+    FailConfig: failConfigSchema,
+  },
   typeKeepingTransforms: [retryPolicySchema.shape.nonRetryable],
 };
 
