@@ -160,7 +160,10 @@ describe('schedulers (real Postgres)', () => {
 
     const started = await startsOf('expiring');
     expect([...started.keys()].sort()).toEqual(['2026-01-01T02:00:03.000Z']);
-    const decided = (await store.readStream(scheduleStreamId(WS, 'expiring'))).map((e) => [e.type, (e.data as { fireTime?: string }).fireTime]);
+    const decided = (await store.readStream(scheduleStreamId(WS, 'expiring'))).map((e) => [
+      e.type,
+      (e.data as { fireTime?: string }).fireTime,
+    ]);
     expect(decided.slice(1)).toEqual([
       ['ScheduleFired', '2026-01-01T02:00:01.000Z'],
       ['ScheduleFireSkipped', '2026-01-01T02:00:02.000Z'],
