@@ -95,6 +95,7 @@ export interface Bus {
    * store a message twice: consumers dedupe by messageId.
    */
   publish(topic: string, messages: OutgoingMessage[]): Promise<void>;
+  /** Rejects with TopicNotFoundError when `options.topic` does not exist. */
   consume(options: ConsumerOptions): Promise<ConsumerHandle>;
   /**
    * Per partition of `topic`, the offset the next message published there will get (Kafka's
@@ -112,6 +113,21 @@ export interface Bus {
 }
 
 export const BUS = Symbol('Bus');
+
+/**
+ * `consume` was asked for a topic that does not exist (yet). Topics are created by the roles that
+ * own them (the dispatcher creates the dispatch topic, the ingestor the results topics), which in
+ * a deployment of separate processes may start after their consumers.
+ */
+export class TopicNotFoundError extends Error {
+  constructor(
+    readonly topic: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`topic ${topic} does not exist yet`, options);
+    this.name = 'TopicNotFoundError';
+  }
+}
 
 /** Consumer group of the ingestor: its committed offsets on the results topic say what the control plane has handled. */
 export const INGESTOR_GROUP_ID = 'flostra-ingestor';

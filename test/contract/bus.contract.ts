@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import type { Bus, IncomingMessage } from '../../src/core/bus.port.js';
+import { TopicNotFoundError, type Bus, type IncomingMessage } from '../../src/core/bus.port.js';
 import { eventually, sleep } from '../support/eventually.js';
 import { gate, messages, recordConsumer, uniqueName, type BusFixture } from './bus-contract.support.js';
 
@@ -365,6 +365,26 @@ export function busContract(name: string, setup: () => Promise<BusFixture>): voi
         const everything = () => [one, two].every((consumer) => consumer.values(consumer.completed).size === all.length);
         await eventually(everything, { what: () => `both groups: ${one.values().size} and ${two.values().size} of ${all.length}` });
         await Promise.all([one.handle.stop(), two.handle.stop()]);
+      });
+    });
+
+    describe('when a consumer asks for a topic nobody created', () => {
+      it('rejects with TopicNotFoundError naming it, and consumes once the topic exists', async () => {
+        const topic = uniqueName('topic');
+        const groupId = uniqueName('group');
+        const refused = await recordConsumer(bus, { groupId, topic }).then(
+          () => null,
+          (error: unknown) => error,
+        );
+        expect(refused).toBeInstanceOf(TopicNotFoundError);
+        expect((refused as TopicNotFoundError).topic).toBe(topic);
+
+        await bus.ensureTopics([{ topic, partitions: 2 }]);
+        const consumer = await recordConsumer(bus, { groupId, topic });
+        await bus.publish(topic, [{ key: 'k', value: 'after' }]);
+        await eventually(() => consumer.completed.length >= 1, 'the message on the created topic');
+        expect(consumer.received.map((message) => message.value)).toEqual(['after']);
+        await consumer.handle.stop();
       });
     });
 

@@ -1,4 +1,11 @@
-import type { Bus, ConsumerHandle, ConsumerOptions, OutgoingMessage, PartitionOffsets } from '../../core/bus.port.js';
+import {
+  TopicNotFoundError,
+  type Bus,
+  type ConsumerHandle,
+  type ConsumerOptions,
+  type OutgoingMessage,
+  type PartitionOffsets,
+} from '../../core/bus.port.js';
 import { InvalidStateError } from '../../core/errors.js';
 import { ConsumerGroup, GroupMember } from './consumer-group.js';
 import { TopicLog } from './topic-log.js';
@@ -33,6 +40,7 @@ export class InProcessBus implements Bus {
 
   async consume(options: ConsumerOptions): Promise<ConsumerHandle> {
     this.assertOpen();
+    if (!this.topics.has(options.topic)) throw new TopicNotFoundError(options.topic);
     const log = this.topic(options.topic);
     const groups = this.groups.get(options.topic) ?? new Map<string, ConsumerGroup>();
     this.groups.set(options.topic, groups);

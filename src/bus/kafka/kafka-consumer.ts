@@ -1,5 +1,11 @@
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
-import { batchHandlerOf, type ConsumerHandle, type ConsumerOptions, type IncomingMessage } from '../../core/bus.port.js';
+import {
+  batchHandlerOf,
+  TopicNotFoundError,
+  type ConsumerHandle,
+  type ConsumerOptions,
+  type IncomingMessage,
+} from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import { KafkaPipeline } from './kafka-pipeline.js';
 import { OffsetCommitter } from './offset-committer.js';
@@ -158,6 +164,8 @@ export async function startKafkaConsumer(
   } catch (error) {
     stopping = Promise.resolve();
     await consumer.disconnect().catch(() => undefined);
+    // kafkajs's subscribe asks for the topic's metadata; the broker answers this for a missing one.
+    if ((error as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') throw new TopicNotFoundError(options.topic, { cause: error });
     throw error;
   }
   return { stop };

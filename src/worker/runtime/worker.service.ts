@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { INGESTOR_GROUP_ID, TOPICS, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
+import { INGESTOR_GROUP_ID, TOPICS, TopicNotFoundError, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import type { Metrics } from '../../core/metrics.port.js';
 import { reportConsumerLag } from '../../observability/lag-sources.js';
@@ -47,6 +47,9 @@ export class WorkerService {
   private consumer: ConsumerHandle | null = null;
   private stopping = false;
   private stopReportingLag: () => void = () => undefined;
+  /** A pending subscribe after a crash or while the dispatch topic does not exist. */
+  private resubscribe: ReturnType<typeof setTimeout> | undefined;
+  private waitingForTopic = false;
   private readonly runner: AttemptRunner;
   private readonly client: ControlPlaneClient;
   private readonly ingestWatch: IngestWatch;
@@ -82,29 +85,60 @@ export class WorkerService {
     });
   }
 
+  /**
+   * Starts consuming dispatches. When the dispatch topic does not exist yet (a worker process
+   * started before any dispatcher created it), it resolves at once and keeps trying every second
+   * in the background until the topic exists or `stop` is called.
+   */
   async start(): Promise<void> {
     this.stopping = false;
     const groupId = this.options.groupId ?? 'flostra-workers';
     this.stopReportingLag();
     if (this.options.metrics) this.stopReportingLag = reportConsumerLag(this.options.metrics, this.options.bus, groupId, TOPICS.dispatch);
-    this.consumer = await this.options.bus.consume({
-      groupId,
-      topic: TOPICS.dispatch,
-      concurrency: this.options.concurrency,
-      // Attempts of one partition run side by side: a long attempt (a delay, a slow http call)
-      // holds back its partition's commit, never the attempts dispatched behind it.
-      maxInFlight: this.options.concurrency,
-      handle: (message) => this.handle(message),
-      onCrash: (error) => {
-        // The failed message was not committed: a fresh consumer gets it again.
-        this.options.logger.error('worker consumer stopped; restarting it', { error: String(error) });
-        if (!this.stopping)
-          setTimeout(
-            () => void this.start().catch((e) => this.options.logger.error('worker restart failed', { error: String(e) })),
-            1_000,
-          ).unref();
-      },
-    });
+    await this.subscribe(groupId);
+  }
+
+  private async subscribe(groupId: string): Promise<void> {
+    if (this.stopping) return;
+    try {
+      const consumer = await this.options.bus.consume({
+        groupId,
+        topic: TOPICS.dispatch,
+        concurrency: this.options.concurrency,
+        // Attempts of one partition run side by side: a long attempt (a delay, a slow http call)
+        // holds back its partition's commit, never the attempts dispatched behind it.
+        maxInFlight: this.options.concurrency,
+        handle: (message) => this.handle(message),
+        onCrash: (error) => {
+          // The failed message was not committed: a fresh consumer gets it again.
+          this.options.logger.error('worker consumer stopped; restarting it', { error: String(error) });
+          this.subscribeLater(groupId);
+        },
+      });
+      // Stopped while subscribing: this consumer is not one stop() saw.
+      if (this.stopping) return await consumer.stop();
+      this.consumer = consumer;
+      if (this.waitingForTopic) this.options.logger.info('the dispatch topic exists now; taking dispatches', { topic: TOPICS.dispatch });
+      this.waitingForTopic = false;
+    } catch (error) {
+      if (!(error instanceof TopicNotFoundError)) throw error;
+      if (!this.waitingForTopic)
+        this.options.logger.warn('the dispatch topic does not exist yet (a dispatcher creates it); waiting for it', {
+          topic: TOPICS.dispatch,
+        });
+      this.waitingForTopic = true;
+      this.subscribeLater(groupId);
+    }
+  }
+
+  /** Subscribes again in a second, unless stopped by then. */
+  private subscribeLater(groupId: string): void {
+    if (this.stopping) return;
+    clearTimeout(this.resubscribe);
+    this.resubscribe = setTimeout(
+      () => void this.subscribe(groupId).catch((e) => this.options.logger.error('worker restart failed', { error: String(e) })),
+      1_000,
+    );
   }
 
   /**
@@ -114,6 +148,7 @@ export class WorkerService {
    */
   async stop(options: { graceMs?: number } = {}): Promise<void> {
     this.stopping = true;
+    clearTimeout(this.resubscribe);
     this.stopReportingLag();
     const grace =
       options.graceMs === undefined
