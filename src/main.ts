@@ -119,7 +119,12 @@ async function runWorkerOnly(
       'KAFKA_BROKERS',
     ]);
   }
-  const bus = new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra-worker', logger });
+  const bus = new KafkaBus({
+    brokers: [...config.kafkaBrokers],
+    clientId: 'flostra-worker',
+    logger,
+    sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+  });
   // Metrics only when they can be scraped: a worker-only process serves no other HTTP.
   const metrics =
     config.metricsPort === null ? undefined : new PrometheusMetrics({ store: 'none', maxWorkspaces: config.metricsMaxWorkspaces });

@@ -73,7 +73,7 @@ export async function openInfrastructure(config: AppConfig, logger: Logger): Pro
         )
       : sql;
   const bus: Bus = config.kafkaBrokers
-    ? new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra', logger: log })
+    ? new KafkaBus({ brokers: [...config.kafkaBrokers], clientId: 'flostra', logger: log, sessionTimeoutMs: config.kafkaSessionTimeoutMs })
     : new InProcessBus();
   return {
     store,

@@ -44,6 +44,10 @@ describe('loadConfig', () => {
       expect(config.retentionDays).toBeNull();
     });
 
+    it('gives a silent Kafka consumer 30 s before its group moves its partitions', () => {
+      expect(config.kafkaSessionTimeoutMs).toBe(30_000);
+    });
+
     it('lets a projector hold a short batch back 50 ms while appends stream in', () => {
       expect(config.projectorGatherMs).toBe(50);
     });
@@ -106,6 +110,7 @@ describe('loadConfig', () => {
       FLOSTRA_LEASE_RENEW_MS: '2000',
       FLOSTRA_LEASE_POLL_MS: '250',
       FLOSTRA_SHUTDOWN_GRACE_MS: '5000',
+      FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: '10000',
     });
     expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
     expect(config.secretsPreviousKeys.map((key) => key.bytes)).toEqual([Buffer.alloc(32, 0xcd)]);
@@ -117,6 +122,7 @@ describe('loadConfig', () => {
       eventStore: { kind: 'kurrentdb', url: 'esdb://localhost:2113?tls=false' },
       databaseUrl: 'postgresql://u:p@localhost/flostra',
       kafkaBrokers: ['localhost:9092', '[::1]:9093'],
+      kafkaSessionTimeoutMs: 10_000,
       tokensFile: '/etc/flostra/tokens.json',
       tokensReload: 'sighup',
       maxBodyBytes: 2048,
@@ -225,6 +231,11 @@ describe('loadConfig', () => {
       ['FLOSTRA_TRANSFORM_MEMORY_MB', '8', 'FLOSTRA_TRANSFORM_MEMORY_MB: expected an integer number of MB 16-4096, got "8"'],
       ['FLOSTRA_TRANSFORM_PROCESSES', '65', 'FLOSTRA_TRANSFORM_PROCESSES: expected an integer 1-64, got "65"'],
       ['FLOSTRA_SSE_MAX_STREAMS', 'many', 'FLOSTRA_SSE_MAX_STREAMS: expected an integer 1-1000000, got "many"'],
+      [
+        'FLOSTRA_KAFKA_SESSION_TIMEOUT_MS',
+        '3000',
+        'FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: expected an integer number of milliseconds 6000-1800000, got "3000"',
+      ],
     ])('%s=%s', (variable, value, message) => {
       const error = configError({ [variable]: value });
       expect(error.message).toContain(message);

@@ -230,6 +230,7 @@ const envSchema = z.object({
   FLOSTRA_LEASE_RENEW_MS: integer(DEFAULT_LEASE_TIMINGS.renewMs, 100, 300_000, ' number of milliseconds'),
   FLOSTRA_LEASE_POLL_MS: integer(DEFAULT_LEASE_TIMINGS.pollMs, 50, 60_000, ' number of milliseconds'),
   FLOSTRA_SHUTDOWN_GRACE_MS: integer(DEFAULT_SHUTDOWN_GRACE_MS, 0, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: integer(30_000, 6_000, 1_800_000, ' number of milliseconds'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
     const scheme = urlScheme(raw);
@@ -259,6 +260,8 @@ function toConfig(env: Env) {
     databaseUrl: env.DATABASE_URL,
     /** null: the in-process bus. */
     kafkaBrokers: env.KAFKA_BROKERS as readonly string[] | null,
+    /** How long a Kafka consumer may go without a heartbeat before its group gives its partitions to others. */
+    kafkaSessionTimeoutMs: env.FLOSTRA_KAFKA_SESSION_TIMEOUT_MS,
     /** Absolute path, or null: dev tokens are generated (embedded mode only). */
     tokensFile: env.FLOSTRA_TOKENS_FILE,
     /** When the tokens file is read again: `watch`, on every change and on SIGHUP; `sighup`, on SIGHUP only. */

@@ -34,7 +34,7 @@ export interface KafkaBusOptions {
   sessionTimeoutMs?: number;
   /** How long a rebalance waits for members busy in a handler to rejoin. Default 60 s. */
   rebalanceTimeoutMs?: number;
-  /** Default 3 s; heartbeats continue while a handler runs. */
+  /** Default 3 s, or a third of `sessionTimeoutMs` when that is less; heartbeats continue while a handler runs. */
   heartbeatIntervalMs?: number;
   /** How long an idle fetch waits on the broker; also bounds how long an idle `stop()` takes. Default 1 s. */
   maxWaitTimeMs?: number;
@@ -67,10 +67,11 @@ export class KafkaBus implements Bus {
   constructor(options: KafkaBusOptions) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.logger = options.logger ?? createLogger({ level: 'warn' });
+    const sessionTimeoutMs = options.sessionTimeoutMs ?? 30_000;
     this.consumerSettings = {
-      sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+      sessionTimeoutMs,
       rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
-      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 3_000,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(3_000, Math.floor(sessionTimeoutMs / 3)),
       maxWaitTimeMs: options.maxWaitTimeMs ?? 1_000,
       commitIntervalMs: options.commitIntervalMs ?? 100,
     };
