@@ -120,7 +120,7 @@ async function runMode(mode: string) {
   /** Round trips, statements and transactions per execution at 16 concurrent, by the source file that asked. */
   async function countByCaller() {
     log(`${mode}: counting database round trips by caller at 16 concurrent for ${BY_CALLER_SECONDS}s`);
-    const zero = { roundTrips: 0, statements: 0, transactions: 0 };
+    const zero = { roundTrips: 0, statements: 0, transactions: 0, wakeUps: 0 };
     stack.sqlTraffic.startByCaller();
     const { executions } = await closedLoop(16, BY_CALLER_SECONDS, oneExecution);
     const counts = [...stack.sqlTraffic.stopByCaller()]

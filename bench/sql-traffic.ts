@@ -15,13 +15,18 @@ import type {
  * A round trip is one batch of messages the client sends and then waits on. A single statement
  * is one; a transaction is one per turn of the event loop in which it sent something, since the
  * node-postgres client writes a transaction's statements of one turn together (BEGIN with the
- * first ones, COMMIT with the last queued ones). A NOTIFY and each session-lock call is one. On
- * PGlite nothing crosses a socket: there the figure counts calls into the database.
+ * first ones, COMMIT with the last queued ones). Each session-lock call is one. On PGlite nothing
+ * crosses a socket: there the figure counts calls into the database.
+ *
+ * Wake-ups (`notify`) are counted apart: the client sends one only when another process listens
+ * on the database (see pg-signal-connection.ts), which in a benchmark running every role in one
+ * process is never the case.
  */
 export interface SqlTrafficCount {
   roundTrips: number;
   statements: number;
   transactions: number;
+  wakeUps: number;
 }
 
 export interface SqlTraffic {
@@ -37,10 +42,10 @@ const SRC = fileURLToPath(new URL('../src/', import.meta.url));
 /** Frames that pass a call on rather than ask for it. */
 const PASS_THROUGH = /\/(sql-traffic|pg-sql-client|pglite-sql-client)\.js/;
 /** Source files that serve other parts: a count names the role behind them too. */
-const ADAPTERS = /^(postgres|event-store)\//;
+const ADAPTERS = /^(postgres|event-store|observability\/measured-)/;
 
 export function countSqlTraffic(inner: SqlClient): { client: SqlClient; traffic: SqlTraffic } {
-  const total: SqlTrafficCount = { roundTrips: 0, statements: 0, transactions: 0 };
+  const total: SqlTrafficCount = { roundTrips: 0, statements: 0, transactions: 0, wakeUps: 0 };
   let callers: Map<string, SqlTrafficCount> | null = null;
 
   const callerCount = (): SqlTrafficCount | null => {
@@ -64,7 +69,7 @@ export function countSqlTraffic(inner: SqlClient): { client: SqlClient; traffic:
     }
     const caller = frames.length === 0 ? 'other' : frames.join(' ← ');
     let count = callers.get(caller);
-    if (count === undefined) callers.set(caller, (count = { roundTrips: 0, statements: 0, transactions: 0 }));
+    if (count === undefined) callers.set(caller, (count = { roundTrips: 0, statements: 0, transactions: 0, wakeUps: 0 }));
     return count;
   };
   const add = (count: SqlTrafficCount | null, field: keyof SqlTrafficCount, n = 1) => {
@@ -133,7 +138,7 @@ export function countSqlTraffic(inner: SqlClient): { client: SqlClient; traffic:
     sessionLocks: () => sessionLocks(inner.sessionLocks()),
     listen: (channel, onNotify) => inner.listen(channel, onNotify),
     notify: (channel, payload) => {
-      add(callerCount(), 'roundTrips');
+      add(callerCount(), 'wakeUps');
       return inner.notify(channel, payload);
     },
     ...(inner.onWriteEnded === undefined ? {} : { onWriteEnded: (listener: () => void) => inner.onWriteEnded!(listener) }),
@@ -157,5 +162,5 @@ export function countSqlTraffic(inner: SqlClient): { client: SqlClient; traffic:
 /** `after - before` per execution, to two decimals. */
 export function perExecution(before: SqlTrafficCount, after: SqlTrafficCount, executions: number): SqlTrafficCount {
   const per = (field: keyof SqlTrafficCount) => Math.round(((after[field] - before[field]) / Math.max(1, executions)) * 100) / 100;
-  return { roundTrips: per('roundTrips'), statements: per('statements'), transactions: per('transactions') };
+  return { roundTrips: per('roundTrips'), statements: per('statements'), transactions: per('transactions'), wakeUps: per('wakeUps') };
 }
