@@ -16,6 +16,7 @@ import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-s
 import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
 import type { SqlClient } from '../src/postgres/sql-client.port.js';
+import { countSqlTraffic, type SqlTraffic } from './sql-traffic.js';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
 import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
 
@@ -29,6 +30,8 @@ import { createTestDatabase, startPostgresServer } from '../test/support/postgre
 export interface BenchStack {
   store: EventStore;
   sql: SqlClient;
+  /** What the stack asked of its database (every user of `sql` and `store`). */
+  sqlTraffic: SqlTraffic;
   bus: Bus;
   /** Kafka's bootstrap brokers, for a worker in another process (none when embedded). */
   brokers: string[];
@@ -47,10 +50,10 @@ const stderrLogger = (): Logger => createLogger({ level: 'warn', write: (line) =
 
 export async function openBenchStack(options: BenchStackOptions): Promise<BenchStack> {
   if (options.mode === 'embedded') {
-    const sql = await PgliteSqlClient.open();
+    const { client: sql, traffic: sqlTraffic } = countSqlTraffic(await PgliteSqlClient.open());
     const store = await PostgresEventStore.open(sql);
     const bus = new InProcessBus();
-    return { store, sql, bus, brokers: [], close: closeAll(bus, store, sql) };
+    return { store, sql, sqlTraffic, bus, brokers: [], close: closeAll(bus, store, sql) };
   }
   let services:
     { postgres: Awaited<ReturnType<typeof startPostgresServer>>; kafka: Awaited<ReturnType<typeof startKafkaBroker>> } | undefined;
@@ -64,13 +67,14 @@ export async function openBenchStack(options: BenchStackOptions): Promise<BenchS
     databaseUrl = options.databaseUrl;
     brokers = options.brokers;
   }
-  const sql = new PgSqlClient({ connectionString: databaseUrl, max: 20 });
+  const { client: sql, traffic: sqlTraffic } = countSqlTraffic(new PgSqlClient({ connectionString: databaseUrl, max: 20 }));
   const store = await PostgresEventStore.open(sql);
   const bus = new KafkaBus({ brokers, clientId: options.clientId, logger: stderrLogger() });
   const close = closeAll(bus, store, sql);
   return {
     store,
     sql,
+    sqlTraffic,
     bus,
     brokers,
     close: async () => {

@@ -6,6 +6,7 @@ import { METRICS, type Metrics } from '../src/core/metrics.port.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
 import { followExecutionEnds, openBenchStack, processCpuSeconds, publishBenchWorkflow, startBenchApp } from './bench-stack.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
+import { perExecution } from './sql-traffic.js';
 
 /**
  * End-to-end throughput and latency: a 4-node diamond of `noop` nodes (A→B, A→C, B+C→D)
@@ -26,6 +27,8 @@ const WARMUP_SECONDS = 2;
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map(Number);
 const MODES = (process.env.BENCH_MODES ?? 'full,split,embedded').split(',');
 const TOKEN = 'bench-token';
+/** A last cell at 16 concurrent that counts database round trips by the source file asking (0: none). */
+const BY_CALLER_SECONDS = Number(process.env.BENCH_SQL_BY_CALLER_SECONDS ?? 5);
 
 const DIAMOND = {
   nodes: ['a', 'b', 'c', 'd'].map((id) => ({ id, type: 'noop' })),
@@ -79,10 +82,12 @@ async function runMode(mode: string) {
 
   async function measure(concurrency: number, seconds: number) {
     const workerBefore = worker.cpuSeconds();
+    const sqlBefore = stack.sqlTraffic.total();
     const { processCpu, machineCpu, ...result } = await closedLoop(concurrency, seconds, oneExecution);
     const workerCpu = worker.cpuSeconds() - workerBefore;
     return {
       ...result,
+      sqlPerExecution: perExecution(sqlBefore, stack.sqlTraffic.total(), result.executions),
       cpuSecondsPerExecution: {
         flostraProcess: processCpu,
         ...(mode === 'split' ? { workerProcess: Math.round((workerCpu / result.executions) * 1e5) / 1e5 } : {}),
@@ -100,6 +105,7 @@ async function runMode(mode: string) {
     log(`${mode}: concurrency ${concurrency}, measuring ${SECONDS}s`);
     results.push(await measure(concurrency, SECONDS));
   }
+  const sqlByCaller = BY_CALLER_SECONDS > 0 ? await countByCaller() : undefined;
   await worker.stop();
   await app.close();
   await follower.stop();
@@ -108,7 +114,20 @@ async function runMode(mode: string) {
     mode,
     stack: STACKS[mode],
     results,
+    ...(sqlByCaller === undefined ? {} : { sqlPerExecutionByCaller: sqlByCaller }),
   };
+
+  /** Round trips, statements and transactions per execution at 16 concurrent, by the source file that asked. */
+  async function countByCaller() {
+    log(`${mode}: counting database round trips by caller at 16 concurrent for ${BY_CALLER_SECONDS}s`);
+    const zero = { roundTrips: 0, statements: 0, transactions: 0, wakeUps: 0 };
+    stack.sqlTraffic.startByCaller();
+    const { executions } = await closedLoop(16, BY_CALLER_SECONDS, oneExecution);
+    const counts = [...stack.sqlTraffic.stopByCaller()]
+      .map(([caller, count]) => [caller, perExecution(zero, count, executions)] as const)
+      .sort(([, a], [, b]) => b.roundTrips - a.roundTrips);
+    return { concurrency: 16, executions, callers: Object.fromEntries(counts) };
+  }
 }
 
 const STACKS: Record<string, string> = {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, Position, RecordedEvent } from '../core/event-store.port.js';
 import { gatherBatches } from '../core/gather-batches.js';
 import type { Logger } from '../core/logger.js';
-import { reusable, sqlErrorInfo, type SqlClient, type SqlQueryable } from './sql-client.port.js';
+import { reusable, sqlErrorInfo, type SqlClient, type SqlQueryable, type SqlTransaction } from './sql-client.port.js';
 
 /**
  * Runs `create ... if not exists` statements one by one. Two processes creating the same table
@@ -19,6 +19,9 @@ export async function ensureTables(sql: SqlClient, statements: readonly string[]
     }
   }
 }
+
+const SAVE_SQL = reusable(`insert into subscription_checkpoints (name, position) values ($1, $2)
+  on conflict (name) do update set position = excluded.position, updated_at = now()`);
 
 /**
  * Where each checkpointed subscription (dispatcher, watchdog, ...) stopped reading the global
@@ -44,13 +47,13 @@ export class CheckpointStore {
     return rows[0]?.position ?? null;
   }
 
-  /** Pass the caller's transaction as `q` to commit the checkpoint with the work it covers. */
-  async save(name: string, position: Position, q: SqlQueryable = this.sql): Promise<void> {
-    await q.query(
-      reusable(`insert into subscription_checkpoints (name, position) values ($1, $2)
-       on conflict (name) do update set position = excluded.position, updated_at = now()`),
-      [name, position],
-    );
+  /**
+   * Pass the caller's transaction as `q` to commit the checkpoint with the work it covers: the
+   * write is queued there (it travels with the COMMIT, and a failure fails the transaction).
+   */
+  async save(name: string, position: Position, q: SqlQueryable | SqlTransaction = this.sql): Promise<void> {
+    if ('queue' in q) q.queue(SAVE_SQL, [name, position]);
+    else await q.query(SAVE_SQL, [name, position]);
   }
 }
 

@@ -3,6 +3,7 @@ import { AdvisoryLocks } from './advisory-locks.js';
 import { asUnavailable } from './connection-failure.js';
 import { PgSignalConnection } from './pg-signal-connection.js';
 import {
+  IN_FAILED_TRANSACTION,
   sqlErrorInfo,
   type SessionLocks,
   type SqlClient,
@@ -137,9 +138,6 @@ export class PgSqlClient implements SqlClient {
     await this.pool.end();
   }
 }
-
-/** SQLSTATE of a statement sent after an earlier one of its transaction failed. */
-const IN_FAILED_TRANSACTION = '25P02';
 
 /** What pipelining uses of node-postgres's client (pg 8.23; not in its type definitions). */
 type PipelinedClient = pg.PoolClient & {

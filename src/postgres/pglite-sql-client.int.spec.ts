@@ -64,6 +64,15 @@ describe('PGlite SQL client', () => {
       await expect(failing).rejects.toMatchObject({ code: '23505' });
       expect((await client.query('select n from counter where n in (300, 301)')).rows).toEqual([]);
     });
+
+    it('report a failed write as the cause when a later statement is refused for it', async () => {
+      const failing = client.transaction(async (tx) => {
+        tx.queue('insert into counter (n) values (310)');
+        tx.queue('insert into counter (n) values (310)'); // duplicate key
+        return (await tx.query('select count(*) from counter')).rows;
+      });
+      await expect(failing).rejects.toMatchObject({ code: '23505' });
+    });
   });
 
   describe('when listening on a channel', () => {

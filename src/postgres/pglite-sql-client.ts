@@ -6,6 +6,8 @@ import { mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { InProcessSessionLocks } from './in-process-session-locks.js';
 import {
+  IN_FAILED_TRANSACTION,
+  sqlErrorInfo,
   statementText,
   type SessionLocks,
   type SqlClient,
@@ -51,16 +53,23 @@ export class PgliteSqlClient implements SqlClient {
       // Queued writes run in order with the rest; the first to fail fails the transaction.
       const queued: Promise<void>[] = [];
       let failed: { error: unknown } | undefined;
-      const result = await fn({
-        query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }),
-        queue: (sql: Statement, params?: unknown[]) =>
-          void queued.push(
-            tx.query(statementText(sql), params).then(
-              () => undefined,
-              (error: unknown) => void (failed ??= { error }),
+      let result: T;
+      try {
+        result = await fn({
+          query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }),
+          queue: (sql: Statement, params?: unknown[]) =>
+            void queued.push(
+              tx.query(statementText(sql), params).then(
+                () => undefined,
+                (error: unknown) => void (failed ??= { error }),
+              ),
             ),
-          ),
-      });
+        });
+      } catch (error) {
+        // A statement refused because a queued one before it failed reports that earlier failure.
+        await Promise.all(queued);
+        throw failed !== undefined && sqlErrorInfo(error).code === IN_FAILED_TRANSACTION ? failed.error : error;
+      }
       await Promise.all(queued);
       if (failed !== undefined) throw failed.error;
       return result;

@@ -127,6 +127,9 @@ export interface SessionLocks {
  */
 export const READ_MODEL_SQL = Symbol('ReadModelSql');
 
+/** SQLSTATE of a statement sent after an earlier one of its transaction failed. */
+export const IN_FAILED_TRANSACTION = '25P02';
+
 /** The SQLSTATE and constraint of a failed statement, whichever driver raised it. */
 export function sqlErrorInfo(error: unknown): { code?: string; constraint?: string } {
   if (typeof error !== 'object' || error === null) return {};

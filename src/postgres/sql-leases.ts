@@ -4,9 +4,9 @@ import { type LeaseGrant, LeaseLostError, type LeaseStore } from '../core/lease.
 import { ensureTables } from './checkpoint-store.js';
 import {
   reusable,
+  sqlErrorInfo,
   type SessionLocks,
   type SqlClient,
-  type SqlQueryable,
   type SqlTransaction,
   type Statement,
   statementText,
@@ -44,6 +44,7 @@ export class SqlLeases implements LeaseStore {
         acquired_at timestamptz not null,
         primary key (role, shard)
       )`,
+      FENCE_FUNCTION,
     ]);
     return new SqlLeases(sql);
   }
@@ -102,6 +103,37 @@ export class SqlLeases implements LeaseStore {
 
 const READ = /^\s*select\b/i;
 
+/** SQLSTATE the fence raises when the lease moved past the grant's epoch. */
+const FENCE_REFUSED = 'FLL01';
+
+/**
+ * The fence of a write transaction as one statement, so that it can travel with the writes it
+ * guards instead of a round trip ahead of them: share-locks the lease row, refuses (FENCE_REFUSED)
+ * unless it still has the grant's epoch, and sets the transaction's idle timeout. Created once;
+ * two processes creating it at once collide in the catalog (23505), which ensureTables allows.
+ * A change to its body needs a new name.
+ */
+const FENCE_FUNCTION = `do $do$ begin
+  if to_regprocedure('flostra_lease_fence_v1(text, text, bigint, text)') is null then
+    create function flostra_lease_fence_v1(p_role text, p_shard text, p_epoch bigint, p_idle_timeout text) returns void
+    language plpgsql as $fn$
+    declare
+      current_epoch bigint;
+    begin
+      if p_idle_timeout is not null then
+        perform set_config('idle_in_transaction_session_timeout', p_idle_timeout, true);
+      end if;
+      select l.epoch into current_epoch from flostra_leases l where l.role = p_role and l.shard = p_shard for share;
+      if current_epoch is distinct from p_epoch then
+        raise exception 'the % lease of % moved past epoch %', p_role, p_shard, p_epoch using errcode = '${FENCE_REFUSED}';
+      end if;
+    end
+    $fn$;
+  end if;
+end $do$`;
+
+const FENCE_SQL = reusable('select flostra_lease_fence_v1($1, $2, $3, $4)');
+
 class FencedSqlClient implements SqlClient {
   readonly inProcess?: boolean;
   readonly onWriteEnded?: SqlClient['onWriteEnded'];
@@ -122,27 +154,24 @@ class FencedSqlClient implements SqlClient {
     return this.transaction((tx) => tx.query<T>(statement, params));
   }
 
-  transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    return this.sql.transaction(async (tx) => {
-      await this.check(tx);
-      return fn(tx);
-    }, options);
-  }
-
-  private async check(tx: SqlQueryable): Promise<void> {
+  /**
+   * The fence goes first, queued: it leaves with the transaction's first statements (and, for a
+   * transaction that only queues writes, with its COMMIT), so fencing costs no round trip of its
+   * own. Should it refuse, every statement after it fails and the transaction rolls back: `fn`
+   * never sees a row read past a lost lease, and nothing it wrote commits.
+   */
+  async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
     const { role, shard, epoch } = this.grant;
-    const [, { rows }] = await Promise.all([
-      this.sql.inProcess === true
-        ? null
-        : tx.query(reusable("select set_config('idle_in_transaction_session_timeout', $1, true)"), [String(this.ttlMs)]),
-      tx.query<{ epoch: string | number }>(reusable('select epoch from flostra_leases where role = $1 and shard = $2 for share'), [
-        role,
-        shard,
-      ]),
-    ]);
-    if (Number(rows[0]?.epoch) === epoch) return;
-    this.onLost();
-    throw new LeaseLostError(this.grant);
+    try {
+      return await this.sql.transaction((tx) => {
+        tx.queue(FENCE_SQL, [role, shard, epoch, this.sql.inProcess === true ? null : String(this.ttlMs)]);
+        return fn(tx);
+      }, options);
+    } catch (error) {
+      if (sqlErrorInfo(error).code !== FENCE_REFUSED) throw error;
+      this.onLost();
+      throw new LeaseLostError(this.grant);
+    }
   }
 
   sessionLocks(): SessionLocks {

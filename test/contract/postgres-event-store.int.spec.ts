@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { WrongExpectedRevisionError } from '../../src/core/errors.js';
+import type { ReadStreamOptions } from '../../src/core/event-store.port.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
 import { comparePositions, encodePosition } from '../../src/event-store/postgres/position.codec.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
+import type { SqlClient } from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 import { sleep } from '../support/eventually.js';
 import { newEvent, recordSubscription, uniquePrefix } from './event-store-contract.support.js';
@@ -200,6 +202,42 @@ describe.each([
     expect((attempts[1] as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
     expect((await store.readStream(`${prefix}fact`)).map((e) => e.id)).toEqual([fact.id]);
     for (const stream of ['a', 'b', 'c']) expect(await store.readStream(`${prefix}${stream}`)).toHaveLength(1);
+  });
+
+  it('share statements between stream reads requested together, each answered as when alone', async () => {
+    let statements = 0;
+    const counting = new Proxy(client, {
+      get(target, property) {
+        if (property === 'query') return (...args: Parameters<SqlClient['query']>) => ((statements += 1), target.query(...args));
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const reader = await PostgresEventStore.open(counting, NO_POLLING);
+    const prefix = uniquePrefix();
+    const streams = Array.from({ length: 12 }, (_, i) => `${prefix}r${i}`);
+    for (const [i, stream] of streams.entries()) {
+      await store.appendToStream(
+        stream,
+        Array.from({ length: 1 + (i % 4) }, () => newEvent()),
+        { expectedRevision: 'no_stream' },
+      );
+    }
+    const reads: [string, ReadStreamOptions][] = [
+      ...streams.flatMap((stream): [string, ReadStreamOptions][] => [
+        [stream, {}],
+        [stream, { fromRevision: 1 }],
+        [stream, { maxCount: 2 }],
+      ]),
+      [`${prefix}missing`, {}],
+    ];
+    const alone = [];
+    for (const [stream, options] of reads) alone.push(await reader.readStream(stream, options));
+    const before = statements;
+    const together = await Promise.all(reads.map(([stream, options]) => reader.readStream(stream, options)));
+    expect(together).toEqual(alone);
+    expect(statements - before).toBeLessThan(reads.length / 4);
+    await reader.close();
   });
 
   it('apply appends to one stream in the order they were made', async () => {

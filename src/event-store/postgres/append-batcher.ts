@@ -1,5 +1,6 @@
 import { sqlErrorInfo, type SqlQueryable } from '../../postgres/sql-client.port.js';
 import { APPEND_MANY_SQL, APPEND_SQL, type AppendRow } from './event-store.queries.js';
+import { StatementBatcher, type Pending as PendingOf, type StatementBatcherOptions } from './statement-batcher.js';
 
 /** One caller's append, as `event_store.append` takes it; `events` is its JSON array, already serialized. */
 export interface AppendRequest {
@@ -9,18 +10,7 @@ export interface AppendRequest {
   events: string;
 }
 
-export interface AppendBatcherOptions {
-  /** Batches sent at once; appends that arrive while all are out wait and go together in the next. */
-  maxInFlight: number;
-  /** Appends in one batch at most. */
-  maxBatch: number;
-}
-
-interface Pending {
-  request: AppendRequest;
-  resolve(row: AppendRow): void;
-  reject(error: unknown): void;
-}
+type Pending = PendingOf<AppendRequest, AppendRow>;
 
 /**
  * Group commit of appends: while `maxInFlight` batches are out, new appends queue, and the
@@ -36,42 +26,18 @@ interface Pending {
  * was committed.
  */
 export class AppendBatcher {
-  private readonly queue: Pending[] = [];
-  private inFlight = 0;
-  private scheduled = false;
+  private readonly batcher: StatementBatcher<AppendRequest, AppendRow>;
 
   constructor(
     private readonly sql: SqlQueryable,
-    private readonly options: AppendBatcherOptions,
+    options: StatementBatcherOptions,
   ) {
-    for (const [name, value] of Object.entries(options)) {
-      if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
-    }
+    this.batcher = new StatementBatcher((batch) => this.send(batch), options);
   }
 
   /** Resolves with the append's row (a conflict is a row too); rejects with the database's error. */
   append(request: AppendRequest): Promise<AppendRow> {
-    return new Promise<AppendRow>((resolve, reject) => {
-      this.queue.push({ request, resolve, reject });
-      // Once per turn, after its synchronous code: appends made together start together.
-      if (this.scheduled) return;
-      this.scheduled = true;
-      queueMicrotask(() => {
-        this.scheduled = false;
-        this.pump();
-      });
-    });
-  }
-
-  private pump(): void {
-    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.options.maxBatch);
-      this.inFlight += 1;
-      void this.send(batch).finally(() => {
-        this.inFlight -= 1;
-        this.pump();
-      });
-    }
+    return this.batcher.add(request);
   }
 
   /** Settles every caller of the batch; never throws. */

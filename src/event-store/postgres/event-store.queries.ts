@@ -26,6 +26,19 @@ export const READ_STREAM_SQL = reusable(`select ${EVENT_COLUMNS} from event_stor
   order by e.stream_revision
   limit $3`);
 
+/**
+ * Several stream reads in one statement: read `ord` (1-based) of the batch is stream $1[ord]
+ * from revision $2[ord], at most $3[ord] events (null: all), each as READ_STREAM_SQL reads it.
+ * One snapshot answers them all.
+ */
+export const READ_STREAMS_SQL = reusable(`select r.ord, x.* from unnest($1::text[], $2::bigint[], $3::bigint[])
+    with ordinality as r(stream_id, from_revision, max_count, ord)
+  cross join lateral (select ${EVENT_COLUMNS} from event_store.events e
+    where e.stream_id = r.stream_id and e.stream_revision >= r.from_revision
+    order by e.stream_revision
+    limit r.max_count) x
+  order by r.ord, x.stream_revision`);
+
 /** The last readable event, as `head_xid`, `head_seq` (no row for an empty log). */
 const HEAD = `select e.transaction_id::text as head_xid, e.seq as head_seq from event_store.events e
   where ${READABLE} order by e.transaction_id desc, e.seq desc limit 1`;

@@ -18,7 +18,6 @@ import {
   PROBE_SQL,
   REACHED_SQL,
   READ_PAGE_SQL,
-  READ_STREAM_SQL,
   READ_TAIL_SQL,
   STREAM_REVISION_SQL,
   headPosition,
@@ -42,6 +41,7 @@ import { LogWatcher, type LogProbe } from './log-watcher.js';
 import { WakeNotifier } from '../../postgres/wake-notifier.js';
 import { LOG_START, decodePosition, encodePosition, isPosition } from './position.codec.js';
 import { ReadCoalescer } from './read-coalescer.js';
+import { StreamReadBatcher } from './stream-read-batcher.js';
 
 export interface PostgresEventStoreOptions {
   /** Fallback poll of waiting subscriptions, for a lost notification. Default 500 ms. */
@@ -60,6 +60,11 @@ export interface PostgresEventStoreOptions {
    * the next batch: one statement and one commit for all of them. Default 1.
    */
   appendBatchesInFlight?: number;
+  /**
+   * Stream reads sent at once. Reads requested while that many are out go together in the
+   * next statement, one round trip for all of them. Default 2.
+   */
+  streamReadsInFlight?: number;
   /** Close the SqlClient with the store, when the store is its only user. Default false. */
   closeClient?: boolean;
   /** A wake-up NOTIFY failed: subscribers in other processes wait for their poll. */
@@ -68,6 +73,9 @@ export interface PostgresEventStoreOptions {
 
 /** Appends one batch carries at most. */
 const APPEND_BATCH_LIMIT = 64;
+
+/** Stream reads one statement carries at most. */
+const STREAM_READ_BATCH_LIMIT = 32;
 
 /** Events one refresh of the shared tail reads at most. */
 const TAIL_PAGE_SIZE = 1_000;
@@ -93,6 +101,8 @@ export class PostgresEventStore implements EventStore {
   private readonly appends: AppendBatcher;
   /** Concurrent identical stream reads share one statement (see read-coalescer.ts). */
   private readonly streamReads = new ReadCoalescer<EventRow[]>();
+  /** Concurrent reads of different streams share one statement under load (see stream-read-batcher.ts). */
+  private readonly streamReadBatches: StreamReadBatcher;
 
   /** Which store this is, for metrics: Postgres over node-postgres, or embedded PGlite. */
   get kind(): 'postgres' | 'pglite' {
@@ -105,6 +115,10 @@ export class PostgresEventStore implements EventStore {
   ) {
     this.defaultBatchSize = options.defaultBatchSize ?? 500;
     this.appends = new AppendBatcher(client, { maxInFlight: options.appendBatchesInFlight ?? 1, maxBatch: APPEND_BATCH_LIMIT });
+    this.streamReadBatches = new StreamReadBatcher(client, {
+      maxInFlight: options.streamReadsInFlight ?? 2,
+      maxBatch: STREAM_READ_BATCH_LIMIT,
+    });
     const tailCapacity = validateInteger('tailCapacity', options.tailCapacity ?? 4_096, 1);
     this.tail = new LogTail(tailCapacity);
     this.tailPageSize = Math.min(TAIL_PAGE_SIZE, tailCapacity);
@@ -163,9 +177,9 @@ export class PostgresEventStore implements EventStore {
     validateStreamId(streamId);
     const fromRevision = validateInteger('fromRevision', options.fromRevision ?? 0, 0);
     const maxCount = options.maxCount === undefined ? null : validateInteger('maxCount', options.maxCount, 1);
-    const rows = await this.streamReads.read(`${fromRevision}:${maxCount ?? ''}:${streamId}`, async () => {
-      return (await this.client.query<EventRow>(READ_STREAM_SQL, [streamId, fromRevision, maxCount])).rows;
-    });
+    const rows = await this.streamReads.read(`${fromRevision}:${maxCount ?? ''}:${streamId}`, () =>
+      this.streamReadBatches.read({ streamId, fromRevision, maxCount }),
+    );
     // Each caller gets its own envelopes: callers of one shared read never see each other's arrays.
     return rows.map(toRecordedEvent);
   }

@@ -124,12 +124,11 @@ export class Watchdog {
     if (!this.throttle.shouldSave(changes > 0, last.position)) return;
     // Deadlines and checkpoint are derived from the log: a crash may lose both, never one.
     await this.deps.sql.transaction(
+      // Queued writes only: with BEGIN and COMMIT, one round trip.
       async (tx) => {
-        await Promise.all([
-          this.deps.deadlines.apply(plan, tx),
-          this.deps.deadlines.applyTasks(plan, tx),
-          this.deps.checkpoints.save(this.options.name, last.position, tx),
-        ]);
+        this.deps.deadlines.apply(plan, tx);
+        this.deps.deadlines.applyTasks(plan, tx);
+        await this.deps.checkpoints.save(this.options.name, last.position, tx);
       },
       { asynchronousCommit: true },
     );

@@ -58,48 +58,48 @@ export class DeadlineTable {
   }
 
   /**
-   * Two statements whatever the batch size, sent together (removals first); `tx` is the
-   * transaction that moves the checkpoint.
+   * Two statements whatever the batch size, queued in `tx` (removals first), the transaction
+   * that moves the checkpoint: they leave with its COMMIT, and a failure fails it.
    */
-  async apply(plan: DeadlinePlan, tx: SqlTransaction): Promise<void> {
-    await Promise.all([
-      plan.removals.length > 0 &&
-        tx.query(
-          reusable(`delete from watchdog_deadlines d using jsonb_array_elements($1::jsonb) r
-           where d.execution_id = r->>'executionId' and d.kind = r->>'kind'
-             and (r->>'attemptId' is null or d.attempt_id = r->>'attemptId')`),
-          [JSON.stringify(plan.removals)],
-        ),
-      plan.upserts.length > 0 &&
-        tx.query(
-          reusable(`insert into watchdog_deadlines (execution_id, kind, attempt_id, due_ms, failures)
-           select r->>'executionId', r->>'kind', r->>'attemptId', (r->>'dueMs')::bigint, 0 from jsonb_array_elements($1::jsonb) r
-           on conflict (execution_id, kind) do update
-             set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`),
-          [JSON.stringify(plan.upserts)],
-        ),
-    ]);
+  apply(plan: DeadlinePlan, tx: SqlTransaction): void {
+    if (plan.removals.length > 0) {
+      tx.queue(
+        reusable(`delete from watchdog_deadlines d using jsonb_array_elements($1::jsonb) r
+         where d.execution_id = r->>'executionId' and d.kind = r->>'kind'
+           and (r->>'attemptId' is null or d.attempt_id = r->>'attemptId')`),
+        [JSON.stringify(plan.removals)],
+      );
+    }
+    if (plan.upserts.length > 0) {
+      tx.queue(
+        reusable(`insert into watchdog_deadlines (execution_id, kind, attempt_id, due_ms, failures)
+         select r->>'executionId', r->>'kind', r->>'attemptId', (r->>'dueMs')::bigint, 0 from jsonb_array_elements($1::jsonb) r
+         on conflict (execution_id, kind) do update
+           set attempt_id = excluded.attempt_id, due_ms = excluded.due_ms, failures = 0`),
+        [JSON.stringify(plan.upserts)],
+      );
+    }
   }
 
-  /** The tasks' share of a plan, in the same transaction as the rest. */
-  async applyTasks(plan: DeadlinePlan, tx: SqlTransaction): Promise<void> {
-    await Promise.all([
-      plan.taskRemovals.length > 0 &&
-        tx.query(reusable('delete from watchdog_task_deadlines where task_id in (select jsonb_array_elements_text($1::jsonb))'), [
-          JSON.stringify(plan.taskRemovals),
-        ]),
-      plan.taskUpserts.length > 0 &&
-        tx.query(
-          reusable(`insert into watchdog_task_deadlines as t (task_id, execution_id, lease_ms, timeout_ms, due_ms, failures)
-           select r->>'taskId', r->>'executionId', (r->>'leaseMs')::bigint, (r->>'timeoutMs')::bigint,
-             least((r->>'leaseMs')::bigint, coalesce((r->>'timeoutMs')::bigint, (r->>'leaseMs')::bigint)), 0
-           from jsonb_array_elements($1::jsonb) r
-           on conflict (task_id) do update
-             set lease_ms = excluded.lease_ms, timeout_ms = coalesce(excluded.timeout_ms, t.timeout_ms),
-               due_ms = least(excluded.lease_ms, coalesce(excluded.timeout_ms, t.timeout_ms, excluded.lease_ms)), failures = 0`),
-          [JSON.stringify(plan.taskUpserts)],
-        ),
-    ]);
+  /** The tasks' share of a plan, queued in the same transaction as the rest. */
+  applyTasks(plan: DeadlinePlan, tx: SqlTransaction): void {
+    if (plan.taskRemovals.length > 0) {
+      tx.queue(reusable('delete from watchdog_task_deadlines where task_id in (select jsonb_array_elements_text($1::jsonb))'), [
+        JSON.stringify(plan.taskRemovals),
+      ]);
+    }
+    if (plan.taskUpserts.length > 0) {
+      tx.queue(
+        reusable(`insert into watchdog_task_deadlines as t (task_id, execution_id, lease_ms, timeout_ms, due_ms, failures)
+         select r->>'taskId', r->>'executionId', (r->>'leaseMs')::bigint, (r->>'timeoutMs')::bigint,
+           least((r->>'leaseMs')::bigint, coalesce((r->>'timeoutMs')::bigint, (r->>'leaseMs')::bigint)), 0
+         from jsonb_array_elements($1::jsonb) r
+         on conflict (task_id) do update
+           set lease_ms = excluded.lease_ms, timeout_ms = coalesce(excluded.timeout_ms, t.timeout_ms),
+             due_ms = least(excluded.lease_ms, coalesce(excluded.timeout_ms, t.timeout_ms, excluded.lease_ms)), failures = 0`),
+        [JSON.stringify(plan.taskUpserts)],
+      );
+    }
   }
 
   async dueTasks(nowMs: number, limit: number): Promise<DueTaskDeadline[]> {
