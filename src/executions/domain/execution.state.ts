@@ -575,8 +575,11 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
           ? { output: { approved: true, decidedBy: d.decidedBy, actionDigest: d.actionDigest, comment: d.comment } }
           : { error: { code: 'approval_rejected', message: d.comment ?? `rejected by ${d.decidedBy}`, retryable: false } }),
       };
+      // The decision ends the approval's wait: the execution waits on for its other waits, if any.
       return {
         ...s,
+        ...(s.status === 'awaiting_approval' ? { status: 'waiting' as const } : {}),
+        waits: s.waits.filter((w) => w.nodeId !== d.nodeId),
         updatedAt: d.at,
         pendingApproval: null,
         approvalDecisions: {

@@ -6,6 +6,7 @@ import type { CompleteTask, ExecutionCommand } from './execution.commands.js';
 import type { ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
 import { executionDecider } from './execution.decider.js';
 import { taskIdOf } from './tasks.js';
+import { actionDigestOf } from './decide-approval.js';
 import {
   ATTEMPT_1,
   ATTEMPT_2,
@@ -444,5 +445,70 @@ describe('root task nodes, scheduled with the start', () => {
         .when(admitExecution({ at: 2_000 }))
         .then([]);
     });
+  });
+});
+
+describe('successors of a granted approval, decided by the control plane', () => {
+  const ACTION = { pay: 42 };
+  const approval = { id: 'ok', type: 'approval' };
+  const decideApproval = (at: number): ExecutionCommand => ({
+    type: 'DecideApproval',
+    data: { nodeId: 'ok', decision: 'approve', actionDigest: actionDigestOf(ACTION), comment: null, attemptId: ATTEMPT_2 },
+    metadata: { now: time(at), actor: OPERATOR },
+  });
+  const granted = (at: number): ExecutionEvent => ({
+    type: 'ApprovalGranted',
+    data: { nodeId: 'ok', actionDigest: actionDigestOf(ACTION), decidedBy: OPERATOR, comment: null, at: iso(at) },
+  });
+  const approvalOutput = { approved: true, decidedBy: OPERATOR, actionDigest: actionDigestOf(ACTION), comment: null };
+
+  /** The first attempt reached the approval (and asked for the tasks of `tasks`), and suspended. */
+  function suspendedAtApproval(workflow: WorkflowSnapshot, tasks: string[] = []): ExecutionEvent[] {
+    const running = [
+      executionStarted({ workflow }),
+      attemptScheduled({ at: 0 }),
+      attemptClaimed({ at: 1_000 }),
+      ...tasks.map((id) => scheduled(id, 2_000, { input: INPUT, nodes: {} })),
+    ];
+    const command = completeAttempt({ at: 3_000, outcome: 'suspended' });
+    return play(running, [{ ...command, data: { ...command.data, approval: { nodeId: 'ok', action: ACTION }, tasks } }]);
+  }
+
+  it('schedules the task that follows, with the approval’s output in its input, and no attempt', () => {
+    const history = suspendedAtApproval(graphOf([approval, task('t')], [['ok', 't']]));
+    given(history)
+      .when(decideApproval(4_000))
+      .then([granted(4_000), scheduled('t', 4_000, { input: INPUT, nodes: { ok: approvalOutput } })]);
+  });
+
+  it('ends the execution when the approval was the last node', () => {
+    given(suspendedAtApproval(graphOf([approval], [])))
+      .when(decideApproval(4_000))
+      .then([granted(4_000), { type: 'ExecutionSucceeded', data: { output: { ok: approvalOutput }, at: iso(4_000) } }]);
+  });
+
+  it('resumes as before when a built-in node follows', () => {
+    given(suspendedAtApproval(graphOf([approval, { id: 'n', type: 'noop' }], [['ok', 'n']])))
+      .when(decideApproval(4_000))
+      .then([granted(4_000), resumeAt(4_000)]);
+  });
+
+  it('appends nothing more while a parallel task is open, and the execution waits for it alone', () => {
+    const workflow = graphOf(
+      [approval, task('x'), task('d')],
+      [
+        ['ok', 'd'],
+        ['x', 'd'],
+      ],
+    );
+    const history = suspendedAtApproval(workflow, ['x']);
+    given(history)
+      .when(decideApproval(4_000))
+      .then([granted(4_000)]);
+    const after = play(history, [decideApproval(4_000), claimTask('x', 5_000)]);
+    expect(fold(executionDecider, after)).toMatchObject({ status: 'waiting', waits: [{ nodeId: 'x', kind: 'task' }] });
+    given(after)
+      .when(fenced(after, completeTask('x', 6_000, { output: 'x' })))
+      .then([...succeeded('x', 6_000, 'x'), scheduled('d', 6_000, { input: INPUT, nodes: { ok: approvalOutput, x: 'x' } })]);
   });
 });

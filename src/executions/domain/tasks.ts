@@ -350,11 +350,12 @@ function afterTaskEnded(
 }
 
 /**
- * A task succeeded. While an attempt runs or is queued, it takes the result on (a queued one reads
- * it when claimed; a running one suspends and `suspendAttempt` decides then). While the execution
- * is suspended, the control plane decides what follows itself (task-successors.ts).
+ * A wait ended well (a task succeeded, an approval was granted). While an attempt runs or is
+ * queued, it takes the result on (a queued one reads it when claimed; a running one suspends and
+ * `suspendAttempt` decides then). While the execution is suspended, the control plane decides
+ * what follows itself (task-successors.ts).
  */
-function afterSuccessWhileSuspended(s: StartedExecution, ended: ExecutionEvent[], attemptId: string, now: Date): ExecutionEvent[] {
+export function afterSuccessWhileSuspended(s: StartedExecution, ended: ExecutionEvent[], attemptId: string, now: Date): ExecutionEvent[] {
   if (isFinal(s) || s.cancelRequest || !suspended(s)) return [];
   return stepsAfter(foldInto(s, ended), attemptId, now);
 }
