@@ -21,7 +21,7 @@ const TASK_WORKER_CONCURRENCY = Number(process.env.BENCH_TASK_WORKER_CONCURRENCY
 const TOKEN = 'bench-token';
 const TASK_TOKEN = 'bench-task-worker-token';
 const QUEUE = 'bench';
-const AIM = 2;
+const AIM = 1.5;
 const TIMELINE_EXECUTIONS = Number(process.env.BENCH_TIMELINE_EXECUTIONS ?? 20);
 
 const EDGES = [

@@ -166,13 +166,19 @@ class Task:
                 delay = min(self.interval, backoff(failures, error.retry_after))
                 log("warn", "heartbeat failed; trying again", taskId=self.id, error=str(error))
 
-    def complete(self, outcome, output=None, error=None, give_up_at=None):
-        """Reports the outcome once, retrying while the API cannot answer (idempotent by fencing token)."""
+    def complete(self, outcome, output=None, error=None, give_up_at=None, take_next=False):
+        """Reports the outcome once, retrying while the API cannot answer (idempotent by fencing token).
+
+        With take_next, the same request takes the queue's next due task for this worker: the
+        polled task is returned (None when none was due).
+        """
         with self.lock:
             if self.completed or self.lease_lost or self.cancel_requested:
-                return
+                return None
             self.completed = True
         body = {"workerId": WORKER_ID, "fencingToken": self.fencing_token, "outcome": outcome}
+        if take_next:
+            body["next"] = True
         if outcome == "succeeded" and output is not None:
             body["output"] = output
         if error is not None:
@@ -180,16 +186,16 @@ class Task:
         failures = 0
         while True:
             try:
-                post("/v1/tasks/%s/complete" % urllib.parse.quote(self.id), body, REQUEST_TIMEOUT_SECONDS)
+                _, answer = post("/v1/tasks/%s/complete" % urllib.parse.quote(self.id), body, REQUEST_TIMEOUT_SECONDS)
                 log("info", "task completed", taskId=self.id, outcome=outcome)
-                return
+                return (answer or {}).get("next")
             except ApiError as err:
                 if err.status == 409:
                     log("warn", "completion refused: someone else owns the task now", taskId=self.id, code=err.code)
-                    return
+                    return None
                 if not err.transient or self.lease_lost or (give_up_at is not None and time.time() > give_up_at):
                     log("error", "completion not reported", taskId=self.id, error=str(err))
-                    return
+                    return None
                 failures += 1
                 log("warn", "completion failed; trying again", taskId=self.id, error=str(err))
                 time.sleep(backoff(failures, err.retry_after))
@@ -203,7 +209,12 @@ class Worker:
 
     def slot(self):
         failures = 0
-        while not self.stopping.is_set():
+        polled = None
+        # A task the last completion took is this worker's: it is run even when stopping (and given back at once).
+        while polled is not None or not self.stopping.is_set():
+            if polled is not None:
+                polled = self.run(Task(polled))
+                continue
             try:
                 status, polled = post(
                     "/v1/workspaces/%s/task-queues/%s/poll" % (urllib.parse.quote(WORKSPACE), urllib.parse.quote(QUEUE)),
@@ -218,16 +229,18 @@ class Worker:
                 self.stopping.wait(delay)
                 continue
             if status == 204 or not polled:
+                polled = None
                 continue
-            self.run(Task(polled))
+            polled = self.run(Task(polled))
 
     def run(self, task):
+        """Runs the task and completes it; returns the next task its completion took, or None."""
         with self.running_lock:
             self.running.add(task)
         try:
             if self.stopping.is_set():  # arrived during shutdown: give it back at once
                 task.complete("failed", error={"code": "worker_shutdown", "message": "the worker is stopping", "retryable": True})
-                return
+                return None
             task.heartbeats.start()
             try:
                 output = handle(task.polled.get("input"), task)
@@ -243,7 +256,9 @@ class Worker:
             elif task.cancel_requested:  # cancelled with its execution: a completion would be refused
                 log("info", "task cancelled: its result is not reported", taskId=task.id)
             else:
-                task.complete(outcome, output=output, error=error)
+                # The slot is free again: take its next task with the same request (none while stopping).
+                return task.complete(outcome, output=output, error=error, take_next=not self.stopping.is_set())
+            return None
         finally:
             task.finished.set()
             with self.running_lock:

@@ -53,8 +53,17 @@ export class TaskApi {
     return { leaseExpiresAt: String(parsed.leaseExpiresAt ?? ''), cancelRequested: parsed.cancelRequested === true };
   }
 
-  async complete(taskId: string, body: { workerId: string; fencingToken: number } & Completion): Promise<void> {
-    await this.post(this.taskUrl(taskId, 'complete'), body, this.options.requestTimeoutMs);
+  /**
+   * Reports how a task ended. With `next`, the same request takes the next due task of the queue
+   * (claimed for this worker, as a poll would): answered, or null when none was due.
+   */
+  async complete(
+    taskId: string,
+    body: { workerId: string; fencingToken: number; next?: boolean } & Completion,
+  ): Promise<PolledTask | null> {
+    const answer = await this.post(this.taskUrl(taskId, 'complete'), body, this.options.requestTimeoutMs);
+    const next = (answer.body as { next?: PolledTask | null } | null)?.next;
+    return next ?? null;
   }
 
   private taskUrl(taskId: string, verb: string): string {

@@ -215,12 +215,22 @@ class QueueWorker implements TaskWorker {
     this.resolveDone();
   }
 
-  /** One unit of concurrency: poll while free, run what came, again until the worker stops. */
+  /**
+   * One unit of concurrency: poll while free, run what came, again until the worker stops. A
+   * completion takes the slot's next task in the same request; the slot polls only when it got none.
+   */
   private async slot(): Promise<void> {
     let failures = 0;
-    while (!this.polling.signal.aborted) {
-      let task: PolledTask | null;
+    let next: PolledTask | null = null;
+    // A task the last completion took is run even when the worker is stopping: it is this worker's now.
+    while (next !== null || !this.polling.signal.aborted) {
+      let task: PolledTask | null = next;
+      next = null;
       const began = Date.now();
+      if (task !== null) {
+        next = await this.runGuarded(task);
+        continue;
+      }
       try {
         task = await this.api.poll(this.workerId, this.pollWaitMs, this.polling.signal);
         failures = 0;
@@ -237,16 +247,22 @@ class QueueWorker implements TaskWorker {
         if (Date.now() - began < EMPTY_POLL_FLOOR_MS) await pause(EMPTY_POLL_PAUSE_MS, this.polling.signal);
         continue;
       }
-      try {
-        await this.run(task);
-      } catch (error) {
-        // run() handles every failure of the handler and of the calls; this would be a bug of its own.
-        this.log.error('task worker: unexpected failure running a task', { ...this.fields(task), error: message(error) });
-      }
+      next = await this.runGuarded(task);
     }
   }
 
-  private async run(task: PolledTask): Promise<void> {
+  /** Runs a task; answers the next one its completion took, if any. */
+  private async runGuarded(task: PolledTask): Promise<PolledTask | null> {
+    try {
+      return await this.run(task);
+    } catch (error) {
+      // run() handles every failure of the handler and of the calls; this would be a bug of its own.
+      this.log.error('task worker: unexpected failure running a task', { ...this.fields(task), error: message(error) });
+      return null;
+    }
+  }
+
+  private async run(task: PolledTask): Promise<PolledTask | null> {
     let giveBack!: (completion: Completion) => void;
     const givenBack = new Promise<Completion>((resolve) => (giveBack = resolve));
     const run: RunningTask = {
@@ -278,14 +294,14 @@ class QueueWorker implements TaskWorker {
       const completion = await Promise.race([handled, givenBack]);
       if (run.leaseLost) {
         this.log.warn('task lost its lease while it ran: its result is not reported', this.fields(task));
-        return;
+        return null;
       }
       if (run.cancelled) {
         // The task was cancelled with its execution: a completion would be refused.
         this.log.info('task cancelled: its result is not reported', { ...this.fields(task), outcome: completion.outcome });
-        return;
+        return null;
       }
-      await this.complete(run, completion);
+      return await this.complete(run, completion);
     } finally {
       run.finished = true;
       if (run.timer) clearTimeout(run.timer);
@@ -361,20 +377,21 @@ class QueueWorker implements TaskWorker {
   /**
    * Reports the outcome; heartbeats go on meanwhile. Retried while the API cannot answer (the call
    * is idempotent by fencing token) until the lease is lost, or past the grace of a forced stop.
+   * While the worker polls, the same request takes the slot's next task (answered, or null).
    */
-  private async complete(run: RunningTask, completion: Completion): Promise<void> {
+  private async complete(run: RunningTask, completion: Completion): Promise<PolledTask | null> {
     const { task } = run;
     let body = { workerId: this.workerId, fencingToken: task.fencingToken, ...completion };
     for (let failures = 1; ; failures++) {
       try {
-        await this.api.complete(task.taskId, body);
-        this.log.debug('task completed', { ...this.fields(task), outcome: completion.outcome });
-        return;
+        const next = await this.api.complete(task.taskId, { ...body, ...(this.polling.signal.aborted ? {} : { next: true }) });
+        this.log.debug('task completed', { ...this.fields(task), outcome: completion.outcome, next: next?.taskId ?? null });
+        return next;
       } catch (error) {
         if (!(error instanceof TaskApiError)) throw error;
         if (error.leaseLost) {
           this.log.warn('completion refused: the task is no longer this worker’s', { ...this.fields(task), code: error.code });
-          return;
+          return null;
         }
         if (error.status === 413 && body.outcome === 'succeeded') {
           // An output larger than a node's may be: the task fails for good rather than being run again.
@@ -386,12 +403,12 @@ class QueueWorker implements TaskWorker {
         }
         if (!error.transient) {
           this.log.error('completion refused', { ...this.fields(task), status: error.status, error: error.message });
-          return;
+          return null;
         }
         const remaining = this.forcedAt === null ? Infinity : this.forcedAt + GIVE_BACK_GRACE_MS - Date.now();
         if (run.leaseLost || remaining <= 0) {
           this.log.error('completion not reported', { ...this.fields(task), error: error.message });
-          return;
+          return null;
         }
         const delayMs = Math.min(remaining, backoffDelay(failures, this.backoff, error.retryAfterMs));
         this.log.warn('completion failed; trying again', { ...this.fields(task), error: error.message, delayMs });

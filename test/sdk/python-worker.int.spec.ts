@@ -51,6 +51,8 @@ describe('the Python example worker', () => {
       fencingToken: 1,
       outcome: 'succeeded',
       output: { words: 4, longest: 'quick', by: 'python' },
+      // The slot is free again: the completion asks for the next task.
+      next: true,
     });
     expect(double.callsOf('heartbeat', task.taskId)[0].body).toEqual({
       workerId: 'py-1',

@@ -95,6 +95,7 @@ describe('createTaskWorker', () => {
       fencingToken: 1,
       outcome: 'succeeded',
       output: { url: 'thumb.png' },
+      next: true,
     });
     expect(ctx.signal.aborted).toBe(false);
     // No heartbeat once the completion was acknowledged.
@@ -102,6 +103,28 @@ describe('createTaskWorker', () => {
     double.enqueue('next');
     await eventually(() => g.contexts.length === 2, 'the next task');
     expect(double.callsOf('heartbeat', task.taskId)).toHaveLength(beats);
+  });
+
+  it('takes the next task with each completion, and polls only when a completion brought none', async () => {
+    const g = gate();
+    startWorker(g.handler);
+    const first = double.enqueue('first');
+    await eventually(() => g.contexts.length === 1, 'the first task');
+    const second = double.enqueue('second');
+    const third = double.enqueue('third');
+    const polls = double.callsOf('poll').length;
+    g.release(0, 1);
+    await eventually(() => g.contexts.length === 2, 'the second task, from the first completion');
+    expect(g.contexts[1].taskId).toBe(second.taskId);
+    g.release(1, 2);
+    await eventually(() => g.contexts.length === 3, 'the third task, from the second completion');
+    expect(g.contexts[2].taskId).toBe(third.taskId);
+    expect(double.callsOf('poll')).toHaveLength(polls);
+    g.release(2, 3);
+    expect(await completionOf(third.taskId)).toMatchObject({ outcome: 'succeeded', output: 3, next: true });
+    // The last completion brought nothing: the slot polls again.
+    await eventually(() => double.callsOf('poll').length > polls, 'a poll once the queue is empty');
+    expect([first, second, third].map((t) => double.task(t.taskId).completion?.output)).toEqual([1, 2, 3]);
   });
 
   it('reports RetryableError, NonRetryableError and plain errors as they say', async () => {

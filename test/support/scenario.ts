@@ -32,7 +32,7 @@ export async function start(api: ApiClient, name: string, options: { key?: strin
   });
   expect(res.status).toBe(201);
   const view = await api.get(`/v1/executions/${res.body.executionId}`, { token: TOKENS.viewerA });
-  return { executionId: res.body.executionId as string, attemptId: view.body.attempts.at(-1).attemptId as string, start: res.body };
+  return { executionId: res.body.executionId as string, attemptId: view.body.attempts.at(-1)?.attemptId as string, start: res.body };
 }
 
 export async function claim(api: ApiClient, executionId: string, attemptId: string, workerId = 'worker-1') {

@@ -122,6 +122,14 @@ export class TaskQueueDouble {
       const problem = status >= 400;
       res.writeHead(status, { 'content-type': problem ? 'application/problem+json' : 'application/json' }).end(JSON.stringify(payload));
     };
+    /** Claims the task for the caller, as a poll's answer (or a completion's `next`) does. */
+    const handOut = (task: DoubleTask) => {
+      task.workerId = String(body.workerId);
+      task.fencingToken++;
+      const { taskId: id, executionId, nodeId, attempt, input, fencingToken, heartbeatIntervalMs } = task;
+      const leaseExpiresAt = new Date(Date.now() + 3 * heartbeatIntervalMs).toISOString();
+      return { taskId: id, executionId, nodeId, attempt, input, fencingToken, leaseExpiresAt, heartbeatIntervalMs };
+    };
     const problem = (status: number, code: string) =>
       answer(status, { type: `urn:flostra:problem:${code}`, title: code, status, detail: code, code });
 
@@ -164,11 +172,7 @@ export class TaskQueueDouble {
         this.queue.unshift(task);
         return;
       }
-      task.workerId = String(body.workerId);
-      task.fencingToken++;
-      const { taskId: id, executionId, nodeId, attempt, input, fencingToken, heartbeatIntervalMs } = task;
-      const leaseExpiresAt = new Date(Date.now() + 3 * heartbeatIntervalMs).toISOString();
-      return answer(200, { taskId: id, executionId, nodeId, attempt, input, fencingToken, leaseExpiresAt, heartbeatIntervalMs });
+      return answer(200, handOut(task));
     }
 
     const task = taskId ? this.tasks.get(taskId) : undefined;
@@ -182,6 +186,9 @@ export class TaskQueueDouble {
     }
     if (task.completion && JSON.stringify(task.completion) !== JSON.stringify(body)) return problem(409, 'stale_attempt');
     task.completion = body;
-    return answer(200, { status: 'recorded' });
+    if (body.next !== true) return answer(200, { status: 'recorded' });
+    // Complete and take the next: the queue's next task, without waiting.
+    const next = this.queue.shift();
+    return answer(200, { status: 'recorded', next: next === undefined ? null : handOut(next) });
   }
 }

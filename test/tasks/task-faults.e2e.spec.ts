@@ -177,7 +177,14 @@ describe('task queues under faults (Postgres and Kafka)', () => {
   it('(f) a task that waits holds no attempt lease and no worker slot', async () => {
     // One attempt at a time: a waiting task that held a worker slot would stop everything else.
     await startWorker(1);
-    await publish('long-wait', { nodes: [{ id: 'approve-invoice', type: 'task', config: { queue: 'humans' } }] });
+    // A noop first, so that an attempt runs and suspends (a lone task node would need no attempt at all).
+    await publish('long-wait', {
+      nodes: [
+        { id: 'receive', type: 'noop' },
+        { id: 'approve-invoice', type: 'task', config: { queue: 'humans' } },
+      ],
+      edges: [{ from: 'receive', to: 'approve-invoice' }],
+    });
     await publish('quick', { nodes: [{ id: 'only', type: 'noop' }] });
     const waitingId = await startExecution('long-wait');
     const waiting = await untilStatus(waitingId, ['waiting']);

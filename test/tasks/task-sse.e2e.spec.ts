@@ -77,8 +77,9 @@ describe('the life of each task over SSE', () => {
     ]);
     const history = await historyOf(api, executionId);
     expect(stream.ids).toEqual(history.map((e) => e.position));
-    // One attempt: notify's task came with the end of ship's, no resume attempt between them.
-    expect(history.filter((e) => e.type === 'AttemptScheduled')).toHaveLength(1);
+    // No attempt at all: ship's task came with the start, notify's with the end of ship's.
+    expect(history.filter((e) => e.type === 'AttemptScheduled')).toHaveLength(0);
+    expect(history.slice(0, 2).map((e) => e.type)).toEqual(['ExecutionStarted', 'TaskScheduled']);
 
     // A client that saw up to ship's claim resumes strictly after it and misses none of the rest.
     const claimed = stream.messages.find((m) => m.event === 'TaskClaimed')!;

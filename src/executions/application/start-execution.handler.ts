@@ -7,7 +7,8 @@ import { SecretStreams } from '../../secrets/application/secret-streams.js';
 import { referencedSecretNames } from '../../workflows/domain/secret-references.js';
 import { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
 import { WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
-import { ExecutionStreams, positionOf } from './execution-streams.js';
+import type { RecordedEvent } from '../../core/event-store.port.js';
+import { ExecutionStreams } from './execution-streams.js';
 import type { StartExecutionBody } from './request-schemas.js';
 import type { ScheduledBy } from '../domain/execution.events.js';
 import { scheduledExecutionId } from '../domain/scheduled-execution-id.js';
@@ -34,8 +35,9 @@ export class StartExecutionCommand extends Command<StartExecutionResult> {
 
 /**
  * Starts an execution of a published revision: one append of ExecutionStarted and its first
- * attempt, or, in a workspace with a concurrency bound, of ExecutionStarted and
- * ExecutionAwaitingSlot (the admission schedules the attempt once a slot is granted).
+ * attempt (or, when its first runnable nodes are all plain task nodes, their tasks), or, in a
+ * workspace with a concurrency bound, of ExecutionStarted and ExecutionAwaitingSlot (the admission
+ * schedules the attempt or the tasks once a slot is granted).
  */
 @CommandHandler(StartExecutionCommand)
 export class StartExecutionHandler implements ICommandHandler<StartExecutionCommand> {
@@ -98,8 +100,7 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
     );
     const state = outcome.state;
     if (state.status === 'not_started') throw new Error('start left no execution');
-    const position =
-      outcome.appended?.position ?? positionOf(outcome.history, (e) => e.type === 'AttemptScheduled' || e.type === 'ExecutionAwaitingSlot');
+    const position = outcome.appended?.position ?? startPosition(outcome.history);
     return {
       replayed: outcome.appended === null,
       body: { executionId, workflowRevision: state.workflow.revision, status: 'queued', position },
@@ -115,4 +116,19 @@ export class StartExecutionHandler implements ICommandHandler<StartExecutionComm
       throw error;
     }
   }
+}
+
+/**
+ * Where the start's own append ended, for a replay to answer as the start did: its first attempt,
+ * its wait for a slot, or the last of the root tasks it scheduled instead of an attempt.
+ */
+function startPosition(history: readonly RecordedEvent[]): string {
+  let last = history[0];
+  for (const event of history.slice(1)) {
+    if (event.type === 'AttemptScheduled' || event.type === 'ExecutionAwaitingSlot') return event.position;
+    if (event.type !== 'TaskScheduled') break;
+    last = event;
+  }
+  if (last === undefined) throw new Error('replayed command has no recorded event to answer from');
+  return last.position;
 }

@@ -1,10 +1,11 @@
 import type { AdmitExecution } from './execution.commands.js';
 import type { ExecutionEvent } from './execution.events.js';
 import { type ExecutionState, type StartedExecution, isFinal } from './execution.state.js';
+import { rootTasks } from './tasks.js';
 
 /**
  * The admission granted the run a slot of its workspace's quota: schedule the attempt it waits
- * with. The queue deadline counts from now (the admission), not from the start: waiting for a
+ * with, or, when the run's first runnable nodes are all plain task nodes, their tasks instead. The queue deadline counts from now (the admission), not from the start: waiting for a
  * slot is not waiting for a worker. An admission asked again, or for a run that waits no more
  * (admitted already, cancelled or timed out while it waited), records nothing.
  */
@@ -13,6 +14,9 @@ export function admitExecution(s: StartedExecution, command: AdmitExecution): Ex
   if (awaited === null || awaited.attemptId !== command.data.attemptId) return [];
   const now = command.metadata.now;
   const at = now.toISOString();
+  // A start whose first runnable nodes are all plain task nodes: their tasks take the slot, no attempt is needed.
+  const tasks = awaited.reason === 'start' ? rootTasks(s, awaited.attemptId, now) : null;
+  if (tasks !== null) return tasks;
   return [
     {
       type: 'AttemptScheduled',

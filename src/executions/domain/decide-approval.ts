@@ -2,7 +2,8 @@ import { sha256OfCanonical } from '../../core/canonical-json.js';
 import { ApprovalMismatchError, DomainError, InvalidStateError } from '../../core/errors.js';
 import type { DecideApproval } from './execution.commands.js';
 import type { ExecutionEvent } from './execution.events.js';
-import { type StartedExecution, nextAttemptNumber } from './execution.state.js';
+import type { StartedExecution } from './execution.state.js';
+import { afterSuccessWhileSuspended } from './tasks.js';
 
 /** The digest an approval is bound to: the canonical JSON of the exact action, hashed. */
 export const actionDigestOf = (action: unknown): string => sha256OfCanonical(action ?? null);
@@ -68,18 +69,8 @@ export function decideApproval(s: StartedExecution, command: DecideApproval): Ex
       },
     ];
   }
-  return [
-    { type: 'ApprovalGranted', data: decision },
-    {
-      type: 'AttemptScheduled',
-      data: {
-        attemptId: data.attemptId,
-        attemptNumber: nextAttemptNumber(s),
-        reason: 'resume',
-        notBefore: at,
-        queueDeadline: new Date(metadata.now.getTime() + s.workflow.graph.timeouts.queueMs).toISOString(),
-        scheduledAt: at,
-      },
-    },
-  ];
+  // What follows is decided in the same append, as for a task's end: the tasks of the task nodes
+  // it makes runnable, the execution's end, nothing (other waits are open), or a resume attempt.
+  const granted: ExecutionEvent = { type: 'ApprovalGranted', data: decision };
+  return [granted, ...afterSuccessWhileSuspended(s, [granted], data.attemptId, metadata.now)];
 }

@@ -25,7 +25,16 @@ import {
 } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
 import { awaitApproval, decideApproval } from './decide-approval.js';
-import { claimTask, completeTask, heartbeatTask, scheduleTask, suspendAttempt, timeOutTask, withTasksCancelled } from './tasks.js';
+import {
+  claimTask,
+  completeTask,
+  heartbeatTask,
+  rootTasks,
+  scheduleTask,
+  suspendAttempt,
+  timeOutTask,
+  withTasksCancelled,
+} from './tasks.js';
 import { timeOutExecution } from './time-out-execution.js';
 import { durableWaitsOf, fireTimer, sendSignal, startDurableWait, withDurableWaitsCancelled } from './durable-waits.js';
 import { admitExecution } from './admit-execution.js';
@@ -59,6 +68,23 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
   }
   const queueMs = data.workflow.graph.timeouts.queueMs;
   const at = iso(metadata.now);
+  const started: ExecutionEvent = {
+    type: 'ExecutionStarted',
+    data: {
+      executionId: data.executionId,
+      workspaceId: data.workspaceId,
+      workflow: data.workflow,
+      input: data.input,
+      idempotency: data.idempotency,
+      ...(data.scheduledBy ? { scheduledBy: data.scheduledBy } : {}),
+      ...(data.parent ? { parent: data.parent } : {}),
+      startedBy: metadata.actor,
+      startedAt: at,
+    },
+  };
+  // The first runnable nodes are all plain task nodes: their tasks go out now, and no attempt is needed to reach them.
+  const tasks = data.waitFor ? null : rootTasks(evolve(state, started) as StartedExecution, data.attemptId, metadata.now);
+  if (tasks !== null) return [started, ...tasks];
   // A workspace with a concurrency bound: the first attempt waits for a slot (the admission schedules it).
   const firstAttempt: ExecutionEvent = data.waitFor
     ? {
@@ -76,23 +102,7 @@ function startExecution(command: StartExecution, state: ExecutionState): Executi
           scheduledAt: at,
         },
       };
-  return [
-    {
-      type: 'ExecutionStarted',
-      data: {
-        executionId: data.executionId,
-        workspaceId: data.workspaceId,
-        workflow: data.workflow,
-        input: data.input,
-        idempotency: data.idempotency,
-        ...(data.scheduledBy ? { scheduledBy: data.scheduledBy } : {}),
-        ...(data.parent ? { parent: data.parent } : {}),
-        startedBy: metadata.actor,
-        startedAt: at,
-      },
-    },
-    firstAttempt,
-  ];
+  return [started, firstAttempt];
 }
 
 function claimAttempt(command: ClaimAttempt, state: ExecutionState): ExecutionEvent[] {

@@ -240,6 +240,18 @@ export function currentAttempt(state: StartedExecution): Attempt | undefined {
   return state.attempts[state.attempts.length - 1];
 }
 
+/**
+ * The attempt a run's results are recorded under while no attempt was ever scheduled: when the
+ * first runnable nodes are all task nodes, their tasks are scheduled with the start (or the
+ * admission) under the id reserved for attempt 1, and that attempt is scheduled only if the
+ * worker is needed later (docs/architecture.md, "Waiting steps"). Undefined once an attempt exists.
+ */
+export function unscheduledFirstAttemptId(state: StartedExecution): string | undefined {
+  if (state.attempts.length > 0) return undefined;
+  for (const task of Object.values(state.tasks)) return task.attemptId;
+  return undefined;
+}
+
 /** Attempts are numbered 1, 2, 3, … in the order they are scheduled. */
 export function nextAttemptNumber(state: StartedExecution): number {
   return (currentAttempt(state)?.attemptNumber ?? 0) + 1;
@@ -425,10 +437,22 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         endedAt: null,
       };
       // A task the control plane scheduled while the execution is suspended is one more wait of it.
-      const suspended = s.status === 'waiting' || s.status === 'awaiting_approval';
+      // So is a root task scheduled with the start or the admission: no attempt runs, the execution waits.
+      const withoutAttempt = s.attempts.length === 0;
+      const suspended = s.status === 'waiting' || s.status === 'awaiting_approval' || withoutAttempt;
       const waits =
         suspended && !s.waits.some((w) => w.nodeId === d.nodeId) ? [...s.waits, { nodeId: d.nodeId, kind: 'task' as const }] : s.waits;
-      return { ...s, updatedAt: d.scheduledAt, waits, tasks: { ...s.tasks, [d.taskId]: task }, nodes: { ...s.nodes, [d.nodeId]: node } };
+      // Root tasks scheduled by the admission take the run's slot, as the first attempt would have.
+      const admitted = s.awaitingSlot?.attemptId === d.attemptId;
+      return {
+        ...s,
+        ...(withoutAttempt ? { status: 'waiting' as const } : {}),
+        ...(admitted ? { awaitingSlot: null, slotAttemptId: d.attemptId } : {}),
+        updatedAt: d.scheduledAt,
+        waits,
+        tasks: { ...s.tasks, [d.taskId]: task },
+        nodes: { ...s.nodes, [d.nodeId]: node },
+      };
     }
     case 'TaskClaimed': {
       const d = event.data;
@@ -551,8 +575,11 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
           ? { output: { approved: true, decidedBy: d.decidedBy, actionDigest: d.actionDigest, comment: d.comment } }
           : { error: { code: 'approval_rejected', message: d.comment ?? `rejected by ${d.decidedBy}`, retryable: false } }),
       };
+      // The decision ends the approval's wait: the execution waits on for its other waits, if any.
       return {
         ...s,
+        ...(s.status === 'awaiting_approval' ? { status: 'waiting' as const } : {}),
+        waits: s.waits.filter((w) => w.nodeId !== d.nodeId),
         updatedAt: d.at,
         pendingApproval: null,
         approvalDecisions: {

@@ -6,20 +6,26 @@ import type { CompleteTask, ExecutionCommand } from './execution.commands.js';
 import type { ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
 import { executionDecider } from './execution.decider.js';
 import { taskIdOf } from './tasks.js';
+import { actionDigestOf } from './decide-approval.js';
 import {
   ATTEMPT_1,
   ATTEMPT_2,
   EXECUTION_ID,
   OPERATOR,
   aWorkflow,
+  admitExecution,
   attemptClaimed,
   attemptScheduled,
+  claimAttempt,
   completeAttempt,
+  executionAwaitingSlot,
   executionStarted,
   given,
   iso,
   requestCancel,
+  startExecution,
   time,
+  timeOutExecution,
 } from '../../../test/support/executions/execution-fixtures.js';
 
 /**
@@ -321,5 +327,188 @@ describe('successors decided by the control plane', () => {
         .when(fenced(cancelled, completeTask('b', 8_000, { output: 'late' })))
         .thenThrows(StaleAttemptError);
     });
+  });
+});
+
+describe('root task nodes, scheduled with the start', () => {
+  const ROOT_INPUT = { input: INPUT, nodes: {} };
+  /** Started, a’s task scheduled with the start: no attempt. */
+  const startedAtA = (workflow: WorkflowSnapshot) => play([], [startExecution({ workflow })]);
+
+  it('schedules the tasks of the first runnable nodes with the start, under attempt 1’s id, and no attempt', () => {
+    given([])
+      .when(startExecution({ workflow: DIAMOND }))
+      .then([executionStarted({ workflow: DIAMOND }), scheduled('a', 0, ROOT_INPUT)]);
+  });
+
+  it('schedules every root when there are several', () => {
+    const workflow = graphOf([task('a'), task('b'), task('c')], [['a', 'c']]);
+    given([])
+      .when(startExecution({ workflow }))
+      .then([executionStarted({ workflow }), scheduled('a', 0, ROOT_INPUT), scheduled('b', 0, ROOT_INPUT)]);
+  });
+
+  it('leaves the execution waiting on the root tasks, with no attempt', () => {
+    expect(fold(executionDecider, startedAtA(DIAMOND))).toMatchObject({
+      status: 'waiting',
+      attempts: [],
+      attemptsInRun: 0,
+      waits: [{ nodeId: 'a', kind: 'task' }],
+    });
+  });
+
+  it.each<[string, Node[]]>([
+    ['a built-in root', [{ id: 'a', type: 'noop' }, task('b')]],
+    ['a root task with an input expression', [task('a', { config: { queue: 'q', input: '{ "x": input.day }' } }), task('b')]],
+    ['a task root beside a built-in root', [task('a'), { id: 'b', type: 'noop' }]],
+  ])('schedules attempt 1 as before for %s', (_, nodes) => {
+    const workflow = graphOf(nodes, []);
+    given([])
+      .when(startExecution({ workflow }))
+      .then([executionStarted({ workflow }), attemptScheduled({ at: 0 })]);
+  });
+
+  it('runs a diamond of task nodes to its end without any attempt', () => {
+    const ended = play(startedAtA(DIAMOND), [
+      ...claimedAndDone('a', 1_000, 1),
+      ...claimedAndDone('b', 2_000, 'b'),
+      ...claimedAndDone('c', 2_000, 'c'),
+      ...claimedAndDone('d', 3_000, 'd'),
+    ]);
+    expect(attemptsScheduled(ended)).toBe(0);
+    expect(ended.filter((e) => e.type === 'TaskScheduled').map((e) => e.type === 'TaskScheduled' && e.data.attemptId)).toEqual(
+      Array(4).fill(ATTEMPT_1),
+    );
+    expect(fold(executionDecider, ended)).toMatchObject({ status: 'succeeded', output: { d: 'd' } });
+  });
+
+  it('schedules attempt 1 itself (reason start) when the graph needs the worker after a root task', () => {
+    const workflow = graphOf([task('a'), { id: 'b', type: 'noop' }], [['a', 'b']]);
+    const history = play(startedAtA(workflow), [claimTask('a', 1_000)]);
+    given(history)
+      .when(fenced(history, completeTask('a', 2_000, { output: 1 })))
+      .then([...succeeded('a', 2_000, 1), attemptScheduled({ at: 2_000 })]);
+    const resumed = play(history, [completeTask('a', 2_000, { output: 1 }), claimAttempt({ at: 3_000 })]);
+    expect(fold(executionDecider, resumed)).toMatchObject({ status: 'running', attemptsInRun: 1, nodes: { a: { status: 'succeeded' } } });
+  });
+
+  it('fails the node past its retries and schedules attempt 1, which finds the node failed in its try', () => {
+    const error = { code: 'busy', message: 'no' };
+    const history = play(startedAtA(DIAMOND), [claimTask('a', 1_000), completeTask('a', 1_500, { error }), claimTask('a', 5_000, 2)]);
+    given(history)
+      .when(fenced(history, completeTask('a', 5_500, { error, seq: 2 })))
+      .then([
+        { type: 'TaskFailed', data: { taskId: taskId('a', 2), error, at: iso(5_500) } },
+        { type: 'NodeFailed', data: { attemptId: ATTEMPT_1, nodeId: 'a', error, at: iso(5_500) } },
+        attemptScheduled({ at: 5_500 }),
+      ]);
+  });
+
+  it('is cancelled at once, with its tasks', () => {
+    given(startedAtA(DIAMOND))
+      .when(requestCancel({ at: 1_000, reason: null }))
+      .then([
+        { type: 'CancelRequested', data: { reason: null, requestedBy: OPERATOR, at: iso(1_000) } },
+        { type: 'TaskCancelled', data: { taskId: taskId('a'), at: iso(1_000) } },
+        { type: 'ExecutionCancelled', data: { reason: null, at: iso(1_000) } },
+      ]);
+  });
+
+  it('times out at its execution deadline, with its tasks', () => {
+    const at = aWorkflow().graph.timeouts.executionMs;
+    given(startedAtA(DIAMOND))
+      .when(timeOutExecution({ at }))
+      .then([
+        { type: 'TaskCancelled', data: { taskId: taskId('a'), at: iso(at) } },
+        { type: 'ExecutionTimedOut', data: { reason: 'execution deadline passed', at: iso(at) } },
+      ]);
+  });
+
+  describe('in a workspace with a concurrency bound', () => {
+    const waiting = play([], [startExecution({ workflow: DIAMOND, waitFor: 'workspace_quota' })]);
+
+    it('waits for a slot first, as any start', () => {
+      expect(waiting).toEqual([executionStarted({ workflow: DIAMOND }), executionAwaitingSlot({ at: 0 })]);
+    });
+
+    it('schedules the root tasks at the admission instead of attempt 1, and the run holds its slot', () => {
+      given(waiting)
+        .when(admitExecution({ at: 1_000 }))
+        .then([scheduled('a', 1_000, ROOT_INPUT)]);
+      const admitted = fold(executionDecider, play(waiting, [admitExecution({ at: 1_000 })]));
+      expect(admitted).toMatchObject({ status: 'waiting', awaitingSlot: null, slotAttemptId: ATTEMPT_1, attempts: [] });
+    });
+
+    it('records nothing for a second admission', () => {
+      const admitted = play(waiting, [admitExecution({ at: 1_000 })]);
+      given(admitted)
+        .when(admitExecution({ at: 2_000 }))
+        .then([]);
+    });
+  });
+});
+
+describe('successors of a granted approval, decided by the control plane', () => {
+  const ACTION = { pay: 42 };
+  const approval = { id: 'ok', type: 'approval' };
+  const decideApproval = (at: number): ExecutionCommand => ({
+    type: 'DecideApproval',
+    data: { nodeId: 'ok', decision: 'approve', actionDigest: actionDigestOf(ACTION), comment: null, attemptId: ATTEMPT_2 },
+    metadata: { now: time(at), actor: OPERATOR },
+  });
+  const granted = (at: number): ExecutionEvent => ({
+    type: 'ApprovalGranted',
+    data: { nodeId: 'ok', actionDigest: actionDigestOf(ACTION), decidedBy: OPERATOR, comment: null, at: iso(at) },
+  });
+  const approvalOutput = { approved: true, decidedBy: OPERATOR, actionDigest: actionDigestOf(ACTION), comment: null };
+
+  /** The first attempt reached the approval (and asked for the tasks of `tasks`), and suspended. */
+  function suspendedAtApproval(workflow: WorkflowSnapshot, tasks: string[] = []): ExecutionEvent[] {
+    const running = [
+      executionStarted({ workflow }),
+      attemptScheduled({ at: 0 }),
+      attemptClaimed({ at: 1_000 }),
+      ...tasks.map((id) => scheduled(id, 2_000, { input: INPUT, nodes: {} })),
+    ];
+    const command = completeAttempt({ at: 3_000, outcome: 'suspended' });
+    return play(running, [{ ...command, data: { ...command.data, approval: { nodeId: 'ok', action: ACTION }, tasks } }]);
+  }
+
+  it('schedules the task that follows, with the approval’s output in its input, and no attempt', () => {
+    const history = suspendedAtApproval(graphOf([approval, task('t')], [['ok', 't']]));
+    given(history)
+      .when(decideApproval(4_000))
+      .then([granted(4_000), scheduled('t', 4_000, { input: INPUT, nodes: { ok: approvalOutput } })]);
+  });
+
+  it('ends the execution when the approval was the last node', () => {
+    given(suspendedAtApproval(graphOf([approval], [])))
+      .when(decideApproval(4_000))
+      .then([granted(4_000), { type: 'ExecutionSucceeded', data: { output: { ok: approvalOutput }, at: iso(4_000) } }]);
+  });
+
+  it('resumes as before when a built-in node follows', () => {
+    given(suspendedAtApproval(graphOf([approval, { id: 'n', type: 'noop' }], [['ok', 'n']])))
+      .when(decideApproval(4_000))
+      .then([granted(4_000), resumeAt(4_000)]);
+  });
+
+  it('appends nothing more while a parallel task is open, and the execution waits for it alone', () => {
+    const workflow = graphOf(
+      [approval, task('x'), task('d')],
+      [
+        ['ok', 'd'],
+        ['x', 'd'],
+      ],
+    );
+    const history = suspendedAtApproval(workflow, ['x']);
+    given(history)
+      .when(decideApproval(4_000))
+      .then([granted(4_000)]);
+    const after = play(history, [decideApproval(4_000), claimTask('x', 5_000)]);
+    expect(fold(executionDecider, after)).toMatchObject({ status: 'waiting', waits: [{ nodeId: 'x', kind: 'task' }] });
+    given(after)
+      .when(fenced(after, completeTask('x', 6_000, { output: 'x' })))
+      .then([...succeeded('x', 6_000, 'x'), scheduled('d', 6_000, { input: INPUT, nodes: { ok: approvalOutput, x: 'x' } })]);
   });
 });

@@ -2,7 +2,7 @@ import { MAX_RESULT_MESSAGE_BYTES } from '../../core/bus.port.js';
 import { indexGraph, topologicalOrder } from '../../workflows/domain/graph.js';
 import { decideTrigger, type FinalOutcome } from '../../workflows/domain/trigger-rules.js';
 import type { JoinTrigger } from '../../workflows/domain/workflow-graph.schema.js';
-import type { StartedExecution } from './execution.state.js';
+import { type StartedExecution, unscheduledFirstAttemptId } from './execution.state.js';
 
 /**
  * What follows once a wait of a suspended execution ended, decided by the control plane itself
@@ -41,6 +41,9 @@ const jsonBytes = (value: unknown): number => encoder.encode(JSON.stringify(valu
  */
 export function currentTryAttemptIds(s: StartedExecution): Set<string> {
   const ids = new Set<string>();
+  // No attempt yet: the root tasks scheduled with the start record their results under attempt 1's id.
+  const first = unscheduledFirstAttemptId(s);
+  if (first !== undefined) ids.add(first);
   for (let i = s.attempts.length - 1; i >= 0; i--) {
     ids.add(s.attempts[i].attemptId);
     if (s.attempts[i].reason !== 'resume') break;

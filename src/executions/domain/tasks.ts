@@ -9,7 +9,15 @@ import type {
   TimeOutTask,
 } from './execution.commands.js';
 import type { ExecutionError, ExecutionEvent, RetryPolicy, Wait } from './execution.events.js';
-import { type StartedExecution, type TaskRecord, currentAttempt, evolve, isFinal, nextAttemptNumber } from './execution.state.js';
+import {
+  type StartedExecution,
+  type TaskRecord,
+  currentAttempt,
+  evolve,
+  isFinal,
+  nextAttemptNumber,
+  unscheduledFirstAttemptId,
+} from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
 import { currentTryAttemptIds, nextStep } from './task-successors.js';
 import { isSubworkflowNode, liveChildOf } from './subworkflow-children.js';
@@ -113,6 +121,15 @@ export function tryAttemptId(s: StartedExecution, task: Pick<TaskRecord, 'attemp
 }
 
 /**
+ * Nothing runs the graph: the current attempt suspended, or no attempt was ever scheduled (the
+ * root tasks went out with the start). The end of a wait then decides what follows itself.
+ */
+function suspended(s: StartedExecution): boolean {
+  const attempt = currentAttempt(s);
+  return attempt === undefined ? unscheduledFirstAttemptId(s) !== undefined : attempt.status === 'suspended';
+}
+
+/**
  * A task node became runnable in a claimed attempt: schedule its task, once. Asking again (a
  * redelivered result, a resumed or retried attempt reaching the node while its task is still
  * live, or after it ended in this try) is no new fact.
@@ -131,6 +148,20 @@ export function scheduleTask(
   return [
     firstTask(s, data.nodeId, data.attemptId, data.wait !== undefined && 'input' in data.wait ? data.wait.input : null, metadata.now),
   ];
+}
+
+/**
+ * The tasks of an execution's first runnable nodes, to append with its start or admission instead
+ * of attempt `attemptId`, when every one of them is a task node without an `input` expression
+ * (the rule of task-successors.ts): reaching them needs no worker. They are recorded under
+ * `attemptId`, which stays reserved for attempt 1 should the graph need the worker later. Null
+ * when an attempt must run the graph.
+ */
+export function rootTasks(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] | null {
+  if (s.attempts.length > 0 || Object.keys(s.tasks).length > 0) return null;
+  const step = nextStep(s);
+  if (step.kind !== 'tasks') return null;
+  return step.tasks.map((t) => firstTask(s, t.nodeId, attemptId, t.input, now));
 }
 
 /** The first task of a task node's run, due at once. */
@@ -319,12 +350,13 @@ function afterTaskEnded(
 }
 
 /**
- * A task succeeded. While an attempt runs or is queued, it takes the result on (a queued one reads
- * it when claimed; a running one suspends and `suspendAttempt` decides then). While the execution
- * is suspended, the control plane decides what follows itself (task-successors.ts).
+ * A wait ended well (a task succeeded, an approval was granted). While an attempt runs or is
+ * queued, it takes the result on (a queued one reads it when claimed; a running one suspends and
+ * `suspendAttempt` decides then). While the execution is suspended, the control plane decides
+ * what follows itself (task-successors.ts).
  */
-function afterSuccessWhileSuspended(s: StartedExecution, ended: ExecutionEvent[], attemptId: string, now: Date): ExecutionEvent[] {
-  if (isFinal(s) || s.cancelRequest || currentAttempt(s)?.status !== 'suspended') return [];
+export function afterSuccessWhileSuspended(s: StartedExecution, ended: ExecutionEvent[], attemptId: string, now: Date): ExecutionEvent[] {
+  if (isFinal(s) || s.cancelRequest || !suspended(s)) return [];
   return stepsAfter(foldInto(s, ended), attemptId, now);
 }
 
@@ -344,7 +376,7 @@ function stepsAfter(s: StartedExecution, attemptId: string, now: Date): Executio
     case 'wait':
       return [];
     case 'tasks': {
-      const tryAttempt = currentAttempt(s)!.attemptId;
+      const tryAttempt = currentAttempt(s)?.attemptId ?? unscheduledFirstAttemptId(s)!;
       return step.tasks.map((t) => firstTask(s, t.nodeId, tryAttempt, t.input, now));
     }
     case 'complete':
@@ -377,20 +409,24 @@ export function goesOn(s: StartedExecution, nodeId: string): boolean {
  * claimed, and a running one, unaware of them, suspends and is resumed then (`suspendAttempt`).
  */
 export function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
-  if (isFinal(s) || s.cancelRequest) return [];
-  const attempt = currentAttempt(s);
-  if (attempt?.status !== 'suspended') return [];
+  if (isFinal(s) || s.cancelRequest || !suspended(s)) return [];
   return [resumeAttempt(s, attemptId, now)];
 }
 
+/**
+ * The attempt that runs the graph on. When none was ever scheduled (the root tasks went out with
+ * the start), it is attempt 1 itself, under the id the tasks' results are recorded with: the start
+ * of the run's first try, which the retry policy counts.
+ */
 function resumeAttempt(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent {
   const at = iso(now);
+  const first = unscheduledFirstAttemptId(s);
   return {
     type: 'AttemptScheduled',
     data: {
-      attemptId,
+      attemptId: first ?? attemptId,
       attemptNumber: nextAttemptNumber(s),
-      reason: 'resume',
+      reason: first === undefined ? 'resume' : 'start',
       notBefore: at,
       queueDeadline: plus(now, s.workflow.graph.timeouts.queueMs),
       scheduledAt: at,

@@ -35,6 +35,8 @@ export const taskCompleteBodySchema = z
     outcome: z.enum(['succeeded', 'failed']),
     output: z.unknown().optional(),
     error: executionErrorBodySchema.optional(),
+    /** Also take the next due task of the same queue for this worker, without waiting (docs/api.md, "Task queues"). */
+    next: z.boolean().optional(),
   })
   .refine((b) => b.outcome !== 'failed' || b.error !== undefined, { message: 'error is required when outcome is failed', path: ['error'] })
   .refine((b) => b.outcome !== 'succeeded' || b.error === undefined, {

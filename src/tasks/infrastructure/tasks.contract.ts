@@ -36,6 +36,10 @@ export const taskCompleteReplySchema = z
     taskId: z.string(),
     status: z.enum(['succeeded', 'failed']).meta({ description: 'The task’s status as recorded.' }),
     position: positionField,
+    next: polledTaskSchema.nullable().optional().meta({
+      description:
+        'Only when the request asked for `next`: the next due task of the same queue, claimed for this worker as a poll would, or null when none was due.',
+    }),
   })
   .meta({ id: 'TaskCompleteReply' });
 
@@ -84,7 +88,8 @@ export const completeTaskContract = defineRoute({
   summary: 'Report how a claimed task ended',
   description:
     '`succeeded` with `output` (the task node’s output), or `failed` with `error` (retried as the node’s retry policy says, unless `retryable` is false). ' +
-    'The same completion sent again answers the same. A claim that is no longer current is 409 `stale_attempt`, one past its lease or timeout 409 `lease_expired`: nothing is recorded.',
+    'The same completion sent again answers the same. A claim that is no longer current is 409 `stale_attempt`, one past its lease or timeout 409 `lease_expired`: nothing is recorded. ' +
+    'With `next: true` the reply also carries the next due task of the same queue, claimed for this worker (`next`, null when none is due: no waiting), so that a busy worker needs one request per task.',
   tags: TAGS,
   access: workspaceRole('task-worker', 'resource'),
   params: taskParamsSchema,

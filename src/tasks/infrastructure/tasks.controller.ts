@@ -38,25 +38,14 @@ export class TasksController {
   ) {
     const { workspaceId, queue } = parseParams(pollParamsSchema, params);
     const { workerId, waitMs } = parseBody(pollBodySchema, body);
-    // The poller hung up: nothing may be claimed for it from then on.
-    const gone = new AbortController();
-    const onClose = () => {
-      if (!res.writableFinished) gone.abort();
-    };
-    res.on('close', onClose);
-    if (req.socket.destroyed) gone.abort();
-    try {
-      const task = await this.commands.execute(new PollTaskCommand(p, workspaceId, queue, workerId, waitMs, gone.signal));
-      if (task === null) {
-        res.status(204);
-        return undefined;
-      }
-      return task;
-    } finally {
-      res.off('close', onClose);
-      // Shutting down: the poller reconnects (to this process's successor) rather than keep this connection busy.
-      if (this.board.stopping) res.setHeader('Connection', 'close');
+    const task = await this.whileConnected(req, res, (signal) =>
+      this.commands.execute(new PollTaskCommand(p, workspaceId, queue, workerId, waitMs, signal)),
+    );
+    if (task === null) {
+      res.status(204);
+      return undefined;
     }
+    return task;
   }
 
   @ApiRoute(heartbeatTaskContract)
@@ -70,8 +59,41 @@ export class TasksController {
   @ApiRoute(completeTaskContract)
   @Post('tasks/:taskId/complete')
   @HttpCode(200)
-  complete(@CurrentPrincipal() p: Principal, @Param() params: unknown, @Body() body: unknown) {
+  async complete(
+    @CurrentPrincipal() p: Principal,
+    @Param() params: unknown,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ) {
     const { taskId } = parseParams(taskParamsSchema, params);
-    return this.commands.execute(new CompleteTaskCommand(p, taskId, parseBody(taskCompleteBodySchema, body)));
+    const completion = parseBody(taskCompleteBodySchema, body);
+    const { workspaceId, queue, ...recorded } = await this.commands.execute(new CompleteTaskCommand(p, taskId, completion));
+    if (completion.next !== true) return recorded;
+    // Complete and take the next task: a poll of the task's queue that does not wait (the completion is recorded whatever it finds).
+    const next = await this.whileConnected(req, res, (signal) =>
+      this.commands.execute(new PollTaskCommand(p, workspaceId, queue, completion.workerId, 0, signal)),
+    );
+    return { ...recorded, next };
+  }
+
+  /**
+   * Runs a poll with a signal that aborts when the caller hangs up: nothing may be claimed for it
+   * from then on.
+   */
+  private async whileConnected<T>(req: Request, res: Response, poll: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) gone.abort();
+    };
+    res.on('close', onClose);
+    if (req.socket.destroyed) gone.abort();
+    try {
+      return await poll(gone.signal);
+    } finally {
+      res.off('close', onClose);
+      // Shutting down: the poller reconnects (to this process's successor) rather than keep this connection busy.
+      if (this.board.stopping) res.setHeader('Connection', 'close');
+    }
   }
 }
