@@ -97,6 +97,21 @@ describe('the console’s event log', () => {
       'waiting',
     );
     expect(executionStatus([event('AttemptClaimed'), event('ExecutionCancelled')])).toBe('cancelled');
+    // Root tasks scheduled with the start: no attempt, the execution waits for them.
+    expect(executionStatus([event('ExecutionStarted'), event('TaskScheduled', { nodeId: 'a' })])).toBe('waiting');
+    expect(
+      executionStatus([
+        event('ExecutionStarted'),
+        event('AttemptScheduled'),
+        event('AttemptClaimed'),
+        event('TaskScheduled', { nodeId: 'a' }),
+      ]),
+    ).toBe('running');
+    // An approval decided: waiting on, until a resume attempt or the end.
+    const approval = [event('AttemptClaimed'), event('AttemptSuspended'), event('ApprovalGranted', { nodeId: 'ok' })];
+    expect(executionStatus(approval)).toBe('waiting');
+    expect(executionStatus([...approval, event('AttemptScheduled')])).toBe('queued');
+    expect(executionStatus([...approval, event('ExecutionSucceeded')])).toBe('succeeded');
   });
 });
 

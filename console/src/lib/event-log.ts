@@ -203,12 +203,18 @@ const TERMINAL: Record<string, string> = {
 /** The execution's status as its events tell it (null before its first event). */
 export function executionStatus(events: readonly TimelineEvent[]): string | null {
   let status: string | null = null;
+  let attempts = 0;
   for (const event of events) {
     if (TERMINAL[event.type] !== undefined) status = TERMINAL[event.type];
-    else if (event.type === 'ExecutionStarted' || event.type === 'AttemptScheduled' || event.type === 'ExecutionAwaitingSlot')
+    else if (event.type === 'ExecutionStarted' || event.type === 'AttemptScheduled' || event.type === 'ExecutionAwaitingSlot') {
+      if (event.type === 'AttemptScheduled') attempts += 1;
       status = 'queued';
-    else if (event.type === 'AttemptClaimed') status = 'running';
+    } else if (event.type === 'AttemptClaimed') status = 'running';
     else if (event.type === 'AttemptSuspended') status = suspendedOn(event);
+    // Root tasks scheduled with the start: no attempt runs, the execution waits for its tasks.
+    else if (event.type === 'TaskScheduled' && attempts === 0) status = 'waiting';
+    // A decision ends the approval's wait; what follows (tasks, a resume attempt, the end) says the rest.
+    else if ((event.type === 'ApprovalGranted' || event.type === 'ApprovalRejected') && status === 'awaiting_approval') status = 'waiting';
   }
   return status;
 }
