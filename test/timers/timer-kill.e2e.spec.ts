@@ -1,0 +1,214 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RecordedEvent } from '../../src/core/event-store.port.js';
+import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
+import { executionStreamId } from '../../src/executions/domain/execution-event.parser.js';
+import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
+import { EffectSink } from '../chaos/effect-sink.js';
+import { APP_READY, assertBuilt, spawnAppProcess, WORKER_READY, type AppProcess } from '../support/app-process.js';
+import { eventually, sleep } from '../support/eventually.js';
+import { writeTestTokensFile } from '../support/flostra-process.js';
+import { client, type ApiClient } from '../support/http-client.js';
+import { testKafkaBrokers } from '../support/kafka-broker.js';
+import { createTestDatabase, freePort } from '../support/postgres-server.js';
+import { TOKENS } from '../support/test-app.js';
+
+/**
+ * Issue 19, fault test (a) for time and signals: every role in a process of its own on real
+ * Postgres and Kafka; executions wait in a durable `delay`, in a `wait_signal`, and in a delay
+ * before a `wait_signal` whose signal came early. Then every Flostra process is SIGKILLed at once,
+ * stays down until the delays fell due, and starts again. Each timer fires once (late, and
+ * recorded so), the `http` node after the delay acts once, a signal sent after the restart is
+ * taken once, and each execution succeeds once. Everything is checked on the recorded events.
+ *
+ * Most of its minute goes to the restart: the killed worker and ingestor stay members of their
+ * consumer groups until their Kafka session times out (30 s), and their successors wait for that.
+ */
+const ROLES = ['api', 'dispatcher', 'ingestor', 'projector', 'watchdog', 'timer', 'worker'] as const;
+type Role = (typeof ROLES)[number];
+const DELAY_MS = 4_000;
+const DELAYED = 3;
+const SIGNALLED = 2;
+
+type Event = { type: string; data: Record<string, unknown> };
+
+describe('every process SIGKILLed while executions wait on delays and signals (real Postgres and Kafka)', () => {
+  const sink = new EffectSink();
+  const processes = new Map<Role, AppProcess>();
+  const dir = mkdtempSync(join(tmpdir(), 'flostra-timer-kill-'));
+  let sql: PgSqlClient;
+  let store: PostgresEventStore;
+  let databaseUrl: string;
+  let apiUrl: string;
+  let tokensFile: string;
+  let api: ApiClient;
+
+  beforeAll(async () => {
+    assertBuilt();
+    await sink.start();
+    databaseUrl = await createTestDatabase('timer_kill');
+    apiUrl = `http://127.0.0.1:${await freePort()}`;
+    tokensFile = writeTestTokensFile();
+    api = client(apiUrl);
+    sql = new PgSqlClient({ connectionString: databaseUrl, max: 2 });
+    store = await PostgresEventStore.open(sql);
+  });
+  afterAll(async () => {
+    for (const child of processes.values()) await child.signal('SIGKILL');
+    await store?.close();
+    await sql?.close();
+    await sink.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function startRole(role: Role): Promise<void> {
+    const env: Record<string, string> = {
+      FLOSTRA_ROLES: role,
+      KAFKA_BROKERS: testKafkaBrokers().join(','),
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+      FLOSTRA_DATA_DIR: join(dir, role),
+    };
+    if (role === 'worker') {
+      Object.assign(env, { FLOSTRA_API_URL: apiUrl, FLOSTRA_WORKER_TOKEN: TOKENS.worker, FLOSTRA_EGRESS_ALLOW: '127.0.0.1/32' });
+    } else {
+      // The api on a fixed port, so that the worker (and this test) find it again after the restart.
+      Object.assign(env, {
+        EVENT_STORE_URL: databaseUrl,
+        FLOSTRA_TOKENS_FILE: tokensFile,
+        PORT: role === 'api' ? new URL(apiUrl).port : '0',
+      });
+    }
+    processes.set(role, await spawnAppProcess(env, role === 'worker' ? WORKER_READY : APP_READY, 90_000));
+  }
+  /** The api first, then the roles that create the topics and consume them, then the worker. */
+  async function startAll(): Promise<void> {
+    await startRole('api');
+    await Promise.all(ROLES.filter((role) => role !== 'api' && role !== 'worker').map(startRole));
+    await startRole('worker');
+  }
+
+  const recorded = async (executionId: string): Promise<RecordedEvent[]> => store.readStream(executionStreamId(executionId));
+  const history = async (executionId: string): Promise<Event[]> =>
+    (await api.get(`/v1/executions/${executionId}/history?limit=1000`, { token: TOKENS.viewerA })).body.events;
+  const status = async (executionId: string) =>
+    (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body.status as string;
+  const count = (events: readonly { type: string }[], type: string) => events.filter((e) => e.type === type).length;
+  const signal = (executionId: string, key: string) =>
+    api.post(`/v1/executions/${executionId}/signals/go`, {
+      token: TOKENS.operatorA,
+      body: { payload: { key } },
+      headers: { 'idempotency-key': key },
+    });
+
+  async function publishAndStart(name: string, graph: object, times: number): Promise<string[]> {
+    const put = await api.put(`/v1/workspaces/ws-a/workflows/${name}`, { token: TOKENS.adminA, body: graph });
+    expect(put.status).toBe(201);
+    return Promise.all(
+      Array.from({ length: times }, async () => {
+        const res = await api.post(`/v1/workspaces/ws-a/workflows/${name}/executions`, { token: TOKENS.operatorA, body: {} });
+        expect(res.status).toBe(201);
+        return res.body.executionId as string;
+      }),
+    );
+  }
+
+  it('fires each delay once, late; takes each signal once; each execution succeeds once and its effect runs once', async () => {
+    await startAll();
+    const delayed = await publishAndStart(
+      'kill-delay',
+      {
+        nodes: [
+          { id: 'pause', type: 'delay', config: { ms: DELAY_MS } },
+          { id: 'effect', type: 'http', config: { method: 'POST', url: `${sink.url}/effect`, body: { effect: 'after-delay' } } },
+        ],
+        edges: [{ from: 'pause', to: 'effect' }],
+      },
+      DELAYED,
+    );
+    const signalled = await publishAndStart(
+      'kill-signal',
+      {
+        nodes: [
+          { id: 'gate', type: 'wait_signal', config: { name: 'go' } },
+          { id: 'after', type: 'transform', config: { expression: 'nodes.gate' } },
+        ],
+        edges: [{ from: 'gate', to: 'after' }],
+      },
+      SIGNALLED,
+    );
+    // The signal comes while the execution still waits on its delay, before `gate` is reached.
+    const [early] = await publishAndStart(
+      'kill-early-signal',
+      {
+        nodes: [
+          { id: 'pause', type: 'delay', config: { ms: DELAY_MS } },
+          { id: 'gate', type: 'wait_signal', config: { name: 'go' } },
+          { id: 'after', type: 'transform', config: { expression: 'nodes.gate' } },
+        ],
+        edges: [
+          { from: 'pause', to: 'gate' },
+          { from: 'gate', to: 'after' },
+        ],
+      },
+      1,
+    );
+    const all = [...delayed, ...signalled, early];
+    for (const id of all) await eventually(async () => (await status(id)) === 'waiting', { what: `${id} to wait`, timeoutMs: 30_000 });
+    const earlySent = await signal(early, `early-${early}`);
+    expect(earlySent.status).toBe(202);
+
+    // Every process at once.
+    await Promise.all([...processes.values()].map((child) => child.signal('SIGKILL')));
+    processes.clear();
+
+    // What the log held at the kill: every delay scheduled and none fired; the signals waited for
+    // (the early one kept, not taken).
+    const dueAt: number[] = [];
+    for (const id of [...delayed, early]) {
+      const events = await recorded(id);
+      expect(count(events, 'TimerScheduled')).toBe(1);
+      expect(count(events, 'TimerFired')).toBe(0);
+      dueAt.push(Date.parse((events.find((e) => e.type === 'TimerScheduled')!.data as { dueAt: string }).dueAt));
+    }
+    for (const id of signalled) expect(count(await recorded(id), 'SignalAwaited')).toBe(1);
+    const earlyAtKill = await recorded(early);
+    expect([count(earlyAtKill, 'SignalReceived'), count(earlyAtKill, 'SignalDelivered')]).toEqual([1, 0]);
+
+    // Down until every delay fell due, then everything starts again.
+    await sleep(Math.max(0, Math.max(...dueAt) - Date.now()) + 250);
+    await startAll();
+
+    for (const id of signalled) expect((await signal(id, `late-${id}`)).status).toBe(202);
+    // A client that did not see its answer before the crash sends the early signal again: same signal.
+    const earlyAgain = await signal(early, `early-${early}`);
+    expect(earlyAgain.status).toBe(202);
+    expect(earlyAgain.body.signalId).toBe(earlySent.body.signalId);
+
+    for (const id of all) {
+      await eventually(async () => (await status(id)) === 'succeeded', { what: `${id} to succeed`, timeoutMs: 90_000 });
+    }
+
+    for (const id of [...delayed, early]) {
+      const events = await history(id);
+      const fired = events.filter((e) => e.type === 'TimerFired');
+      expect(fired).toHaveLength(1);
+      expect(fired[0].data['lateByMs']).toBeGreaterThan(0);
+      expect(count(events, 'ExecutionSucceeded')).toBe(1);
+    }
+    // The effect after each delay reached the sink once, under its own key.
+    for (const id of delayed) expect(sink.deliveries.get(`${id}:effect`)).toBe(1);
+    expect([sink.deliveries.size, sink.unkeyed]).toEqual([DELAYED, 0]);
+
+    for (const id of [...signalled, early]) {
+      const events = await history(id);
+      expect(count(events, 'SignalReceived')).toBe(1);
+      expect(count(events, 'SignalDelivered')).toBe(1);
+      expect(count(events, 'ExecutionSucceeded')).toBe(1);
+      const key = id === early ? `early-${id}` : `late-${id}`;
+      expect(events.find((e) => e.type === 'ExecutionSucceeded')!.data['output']).toEqual({ after: { key } });
+    }
+  }, 240_000);
+});
