@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
+import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
-import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { startTestApp, startWorkerInGroup, TOKENS, type TestApp } from '../support/test-app.js';
 
 const quiet = createLogger({ level: 'silent' });
 const ITEMS = 20;
@@ -63,14 +64,18 @@ describe('a map whose items fail retryably reruns only the failed items (real Ka
   let bus: KafkaBus;
   let t: TestApp;
   let api: ApiClient;
+  let worker: WorkerService | undefined;
 
   beforeAll(async () => {
     await sink.start();
     bus = new KafkaBus({ brokers: testKafkaBrokers(), clientId: 'map-retry', logger: quiet });
-    t = await startTestApp('postgres', {}, { bus, worker: { concurrency: 4, egressAllow: ['127.0.0.1/32'] } });
+    t = await startTestApp('postgres', {}, { bus });
     api = client(t.url);
+    // A consumer group of its own: the default one may still list a worker an earlier suite killed.
+    worker = await startWorkerInGroup(bus, t.url, 'map-retry-workers');
   }, 120_000);
   afterAll(async () => {
+    await worker?.stop();
     await t?.close();
     await bus?.close();
     await sink.stop();

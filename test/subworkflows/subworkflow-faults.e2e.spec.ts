@@ -5,14 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
-import { createWorker } from '../../src/worker/runtime/create-worker.js';
 import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
 import { MAIN, ROOT } from '../support/secrets/embedded.js';
 import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
-import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { startTestApp, startWorkerInGroup, TOKENS, type TestApp } from '../support/test-app.js';
 
 /**
  * Sub-workflows on real Postgres and Kafka with the dispatcher (which runs the subworkflow
@@ -86,20 +85,6 @@ describe('sub-workflows when processes are killed (real Kafka, real Postgres)', 
     return child;
   }
 
-  /** A worker in this test process, on `bus`, in consumer group `groupId`; stopped after each test. */
-  async function startInProcessWorker(groupId: string): Promise<void> {
-    replacement = createWorker({
-      bus,
-      apiUrl: t.url,
-      token: TOKENS.worker,
-      logger: quiet,
-      concurrency: 4,
-      egressAllow: ['127.0.0.1/32'],
-      groupId,
-    });
-    await replacement.start();
-  }
-
   const view = async (executionId: string) => (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body;
   const history = async (executionId: string): Promise<Event[]> =>
     (await api.get(`/v1/executions/${executionId}/history?limit=1000`, { token: TOKENS.viewerA })).body.events;
@@ -148,7 +133,7 @@ describe('sub-workflows when processes are killed (real Kafka, real Postgres)', 
     // While nothing runs the child's lease expires (the watchdog lives on in the app): its retry waits for a dispatcher.
     await spawnProcess('dispatcher', 'Flostra is listening');
     // A replacement worker in a consumer group of its own, so it need not wait out the dead member's session.
-    await startInProcessWorker('replacement-workers');
+    replacement = await startWorkerInGroup(bus, t.url, 'replacement-workers');
 
     const done = await eventually(
       async () => {
@@ -201,7 +186,7 @@ describe('sub-workflows when processes are killed (real Kafka, real Postgres)', 
     t = await startTestApp('postgres', {}, { bus });
     api = client(t.url);
     // A consumer group of its own: the default one may still list a worker killed by (k).
-    await startInProcessWorker('cancel-workers');
+    replacement = await startWorkerInGroup(bus, t.url, 'cancel-workers');
     const put = (name: string, graph: object) => api.put(`/v1/workspaces/ws-a/workflows/${name}`, { token: TOKENS.adminA, body: graph });
     // A child that waits for a person: it runs until decided or cancelled.
     expect((await put('held-child', { nodes: [{ id: 'sign', type: 'approval' }], edges: [] })).status).toBe(201);
