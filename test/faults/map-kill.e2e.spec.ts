@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createWorker } from '../../src/worker/runtime/create-worker.js';
 import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
 import { eventually } from '../support/eventually.js';
+import { HoldingSink } from '../support/holding-sink.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
@@ -18,54 +18,8 @@ const ANSWERED_FIRST = 400;
 
 type Event = { type: string; data: Record<string, unknown> };
 
-/**
- * A loopback sink for the map's http items: counts the requests of each Idempotency-Key, answers
- * the first ANSWERED_FIRST at once and holds the others until `release`.
- */
-class CountingSink {
-  readonly hits = new Map<string, number>();
-  private readonly held: (() => void)[] = [];
-  private released = false;
-  private server: Server | null = null;
-  url = '';
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const key = String(req.headers['idempotency-key']);
-      this.hits.set(key, (this.hits.get(key) ?? 0) + 1);
-      const answer = () => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ key }));
-      };
-      if (this.released || this.total() <= ANSWERED_FIRST) answer();
-      else this.held.push(answer);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}/item`;
-  }
-
-  get heldCount(): number {
-    return this.held.length;
-  }
-
-  total(): number {
-    return [...this.hits.values()].reduce((sum, n) => sum + n, 0);
-  }
-
-  release(): void {
-    this.released = true;
-    for (const answer of this.held.splice(0)) answer();
-  }
-
-  async stop(): Promise<void> {
-    this.release();
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-}
-
 describe('a map of 1,000 http items whose worker is killed midway (real Kafka, real Postgres)', () => {
-  const sink = new CountingSink();
+  const sink = new HoldingSink(ANSWERED_FIRST);
   const buses: KafkaBus[] = [];
   let worker: WorkerService | undefined;
   let child: ChildProcess | undefined;

@@ -5,14 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
-import { createWorker } from '../../src/worker/runtime/create-worker.js';
 import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
 import { MAIN, ROOT } from '../support/secrets/embedded.js';
 import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
-import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { startTestApp, startWorkerInGroup, TOKENS, type TestApp } from '../support/test-app.js';
 
 /**
  * Sub-workflows on real Postgres and Kafka with the dispatcher (which runs the subworkflow
@@ -134,16 +133,7 @@ describe('sub-workflows when processes are killed (real Kafka, real Postgres)', 
     // While nothing runs the child's lease expires (the watchdog lives on in the app): its retry waits for a dispatcher.
     await spawnProcess('dispatcher', 'Flostra is listening');
     // A replacement worker in a consumer group of its own, so it need not wait out the dead member's session.
-    replacement = createWorker({
-      bus,
-      apiUrl: t.url,
-      token: TOKENS.worker,
-      logger: quiet,
-      concurrency: 4,
-      egressAllow: ['127.0.0.1/32'],
-      groupId: 'replacement-workers',
-    });
-    await replacement.start();
+    replacement = await startWorkerInGroup(bus, t.url, 'replacement-workers');
 
     const done = await eventually(
       async () => {
@@ -190,4 +180,69 @@ describe('sub-workflows when processes are killed (real Kafka, real Postgres)', 
     );
     expect(await t.store.headPosition()).toBe(before);
   }, 180_000);
+
+  it('(d) cancelling a parent with three running children cancels all of them, also when the cancel beats their start', async () => {
+    bus = new KafkaBus({ brokers: testKafkaBrokers(), clientId: 'subworkflow-cancel', logger: quiet });
+    t = await startTestApp('postgres', {}, { bus });
+    api = client(t.url);
+    // A consumer group of its own: the default one may still list a worker killed by (k).
+    replacement = await startWorkerInGroup(bus, t.url, 'cancel-workers');
+    const put = (name: string, graph: object) => api.put(`/v1/workspaces/ws-a/workflows/${name}`, { token: TOKENS.adminA, body: graph });
+    // A child that waits for a person: it runs until decided or cancelled.
+    expect((await put('held-child', { nodes: [{ id: 'sign', type: 'approval' }], edges: [] })).status).toBe(201);
+    const fan = { nodes: ['a', 'b', 'c'].map((id) => ({ id, type: 'subworkflow', config: { workflow: 'held-child' } })), edges: [] };
+    expect((await put('fan-parent', fan)).status).toBe(201);
+    const startParent = async () => {
+      const res = await api.post('/v1/workspaces/ws-a/workflows/fan-parent/executions', { token: TOKENS.operatorA, body: {} });
+      expect(res.status).toBe(201);
+      return res.body.executionId as string;
+    };
+    const cancel = async (executionId: string) =>
+      expect([200, 202]).toContain((await api.post(`/v1/executions/${executionId}/cancel`, { token: TOKENS.operatorA, body: {} })).status);
+    /** The parent ended cancelled and records every child it asked for as cancelled; each child that started ended cancelled. */
+    const allCancelled = async (executionId: string) => {
+      const parent = await eventually(
+        async () => {
+          const v = await view(executionId);
+          return (
+            v.status === 'cancelled' &&
+            v.children.length === 3 &&
+            v.children.every((c: { status: string }) => c.status === 'cancelled') &&
+            v
+          );
+        },
+        { what: `parent ${executionId} and its three children to be cancelled`, timeoutMs: 30_000 },
+      );
+      for (const child of parent.children as { executionId: string }[]) {
+        const res = await api.get(`/v1/executions/${child.executionId}`, { token: TOKENS.viewerA });
+        // A child the cancel beat was never started (404); one that started ended cancelled.
+        if (res.status !== 404)
+          await eventually(async () => (await view(child.executionId)).status === 'cancelled', `${child.executionId} cancelled`);
+      }
+    };
+
+    // Three children waiting for their approvals, then the cancel.
+    const settled = await startParent();
+    await eventually(
+      async () => {
+        const v = await view(settled);
+        if (v.children?.length !== 3) return false;
+        const children = await Promise.all(v.children.map((c: { executionId: string }) => view(c.executionId)));
+        return children.every((c) => c.status === 'awaiting_approval');
+      },
+      { what: 'three children awaiting approval', timeoutMs: 30_000 },
+    );
+    await cancel(settled);
+    await allCancelled(settled);
+
+    // The cancel sent as soon as the parent asked for its children: it may come before their start.
+    const hurried = await startParent();
+    await eventually(async () => (await history(hurried)).some((e) => e.type === 'ChildExecutionStarted'), {
+      what: 'the parent to ask for a child',
+      timeoutMs: 30_000,
+      intervalMs: 5,
+    });
+    await cancel(hurried);
+    await allCancelled(hurried);
+  }, 120_000);
 });

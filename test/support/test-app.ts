@@ -212,3 +212,22 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     },
   };
 }
+
+/**
+ * A worker in this process, over HTTP to the app at `apiUrl`, on `bus`, in consumer group
+ * `groupId`: a group of its own need not wait out the Kafka session of a member some earlier
+ * test killed. Loopback egress allowed; silent.
+ */
+export async function startWorkerInGroup(bus: Bus, apiUrl: string, groupId: string): Promise<WorkerService> {
+  const worker = createWorker({
+    bus,
+    apiUrl,
+    token: TOKENS.worker,
+    logger: createLogger({ level: 'silent' }),
+    concurrency: 4,
+    egressAllow: ['127.0.0.1/32'],
+    groupId,
+  });
+  await worker.start();
+  return worker;
+}

@@ -166,8 +166,8 @@ export class SubworkflowManager {
       workspaceId: request.workspaceId,
     };
     const { state: parent } = await this.deps.executions.load(request.parentExecutionId);
-    // The parent no longer waits for this child (it ended, or a cancel came first): start nothing.
-    if (parent.children?.[request.childExecutionId]?.status !== 'running' || isFinal(parent) || parent.cancelRequest) return;
+    if (parent.children?.[request.childExecutionId]?.status !== 'running') return;
+    if (isFinal(parent) || parent.cancelRequest) return this.abandonChild(link);
     await this.deps.links.add([link]);
     this.open.set(link.childExecutionId, link);
     const input = request.input;
@@ -210,6 +210,29 @@ export class SubworkflowManager {
       { eventIds: (index) => uuidV5(`${childId}:start:${index}`) },
     );
     await this.options.hooks.afterChildStarted?.(link);
+  }
+
+  /**
+   * The parent no longer waits for a child it asked for (a cancel came first, or it ended) and its
+   * record of the child still says `running`: start nothing. A child that never started ends
+   * `cancelled` on the parent; one an earlier run of the manager did start is cancelled, and its
+   * end is recorded as it comes.
+   */
+  private async abandonChild(link: ChildLink): Promise<void> {
+    const started = await this.deps.executions.load(link.childExecutionId).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof NotFoundError) return false;
+        throw error;
+      },
+    );
+    if (started) {
+      await this.deps.links.add([link]);
+      this.open.set(link.childExecutionId, link);
+      return this.cancelChild(link);
+    }
+    const message = `parent execution ${link.parentExecutionId} was cancelled or ended before the child started`;
+    await this.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
   }
 
   /** The child could not start: its node fails as if the child had. */
