@@ -1,15 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { ChildProcess } from 'node:child_process';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createWorker } from '../../src/worker/runtime/create-worker.js';
 import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
+import { assertBuilt, spawnWorkerProcess, type AppProcess } from '../support/app-process.js';
 import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startKafkaBroker, testKafkaBrokers, type KafkaBroker } from '../support/kafka-broker.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
-import { requireBuiltApp, spawnWorkerProcess } from '../support/worker-process.js';
 
 /** Faults of issue 3 on the full stack: real Postgres, real Kafka, a worker in another process. */
 const quiet = createLogger({ level: 'silent' });
@@ -20,17 +19,17 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
   const barrier = new BarrierServer();
   const buses: KafkaBus[] = [];
   const workers: WorkerService[] = [];
-  const children: ChildProcess[] = [];
+  const children: AppProcess[] = [];
   let t: TestApp | undefined;
   let api: ApiClient;
 
   beforeAll(async () => {
-    requireBuiltApp();
+    assertBuilt();
     await barrier.start();
   });
   afterAll(() => barrier.stop());
   afterEach(async () => {
-    for (const child of children.splice(0)) child.kill('SIGKILL');
+    for (const child of children.splice(0)) await child.signal('SIGKILL');
     for (const worker of workers.splice(0)) await worker.stop();
     await t?.close();
     t = undefined;
@@ -56,8 +55,8 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
     (await api.get(`/v1/executions/${executionId}/history?limit=1000`, { token: TOKENS.viewerA })).body.events;
 
   /** `npm run worker`: a worker process of its own, talking to the app over HTTP and Kafka. */
-  async function spawnWorker(apiUrl: string, brokers: string[]): Promise<ChildProcess> {
-    const child = await spawnWorkerProcess(apiUrl, brokers);
+  async function spawnWorker(apiUrl: string, brokers: string[]): Promise<AppProcess> {
+    const child = await spawnWorkerProcess(apiUrl, brokers, TOKENS.worker);
     children.push(child);
     return child;
   }
@@ -81,7 +80,7 @@ describe('the full stack under injected faults (real Kafka, real Postgres)', () 
       async () => (await history(executionId)).some((e) => e.type === 'NodeSucceeded' && e.data['nodeId'] === 'n1'),
       'n1 to be recorded',
     );
-    first.kill('SIGKILL');
+    await first.signal('SIGKILL');
     barrier.release('killed-n2');
 
     // A replacement worker that joins later (a group of its own, so it need not wait out the dead

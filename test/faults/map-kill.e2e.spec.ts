@@ -1,15 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { ChildProcess } from 'node:child_process';
 import { KafkaBus } from '../../src/bus/kafka/kafka-bus.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createWorker } from '../../src/worker/runtime/create-worker.js';
 import type { WorkerService } from '../../src/worker/runtime/worker.service.js';
+import { assertBuilt, spawnWorkerProcess, type AppProcess } from '../support/app-process.js';
 import { eventually } from '../support/eventually.js';
 import { HoldingSink } from '../support/holding-sink.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
-import { requireBuiltApp, spawnWorkerProcess } from '../support/worker-process.js';
 
 const quiet = createLogger({ level: 'silent' });
 const ITEMS = 1_000;
@@ -22,17 +21,17 @@ describe('a map of 1,000 http items whose worker is killed midway (real Kafka, r
   const sink = new HoldingSink(ANSWERED_FIRST);
   const buses: KafkaBus[] = [];
   let worker: WorkerService | undefined;
-  let child: ChildProcess | undefined;
+  let child: AppProcess | undefined;
   let t: TestApp | undefined;
   let api: ApiClient;
 
   beforeAll(async () => {
-    requireBuiltApp();
+    assertBuilt();
     await sink.start();
   });
   afterAll(() => sink.stop());
   afterEach(async () => {
-    child?.kill('SIGKILL');
+    await child?.signal('SIGKILL');
     await worker?.stop();
     await t?.close();
     for (const bus of buses.splice(0)) await bus.close();
@@ -53,7 +52,7 @@ describe('a map of 1,000 http items whose worker is killed midway (real Kafka, r
     const brokers = testKafkaBrokers();
     t = await startTestApp('postgres', { FLOSTRA_ROLES: 'api,dispatcher,ingestor,projector,watchdog' }, { bus: kafkaBus(brokers) });
     api = client(t.url);
-    child = await spawnWorkerProcess(t.url, brokers);
+    child = await spawnWorkerProcess(t.url, brokers, TOKENS.worker);
     const put = await api.put('/v1/workspaces/ws-a/workflows/map-kill', {
       token: TOKENS.adminA,
       body: {
@@ -86,7 +85,7 @@ describe('a map of 1,000 http items whose worker is killed midway (real Kafka, r
       },
       { what: 'the answered items to be recorded', timeoutMs: 30_000 },
     );
-    child.kill('SIGKILL');
+    await child.signal('SIGKILL');
     const recordedBeforeKill = new Set(completedIndexes(await history(executionId)));
     expect(recordedBeforeKill.size).toBeGreaterThanOrEqual(beforeKill.length);
     expect(recordedBeforeKill.size).toBeLessThan(ITEMS);

@@ -59,3 +59,19 @@ export async function spawnAppProcess(env: Record<string, string>, ready: string
     },
   };
 }
+
+/**
+ * `npm run worker`: a worker process of its own, talking to the app at `apiUrl` over HTTP (with
+ * the worker `token`) and to Kafka, allowed to call loopback only; resolves once it consumes dispatches.
+ */
+export function spawnWorkerProcess(apiUrl: string, brokers: string[], token: string): Promise<AppProcess> {
+  const env = {
+    FLOSTRA_ROLES: 'worker',
+    FLOSTRA_API_URL: apiUrl,
+    FLOSTRA_WORKER_TOKEN: token,
+    KAFKA_BROKERS: brokers.join(','),
+    FLOSTRA_EGRESS_ALLOW: '127.0.0.1/32',
+    LOG_LEVEL: 'warn',
+  };
+  return spawnAppProcess(env, WORKER_READY);
+}

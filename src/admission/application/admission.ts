@@ -1,3 +1,4 @@
+import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
 import { NotFoundError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
@@ -7,12 +8,7 @@ import type { ExecutionStreams } from '../../executions/application/execution-st
 import { awaitsSlot, holdsSlot } from '../../executions/domain/admit-execution.js';
 import { executionStreamId, parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 import { initialState, type ExecutionState } from '../../executions/domain/execution.state.js';
-import {
-  type CheckpointStore,
-  CheckpointThrottle,
-  type RunningSubscription,
-  startCheckpointedSubscription,
-} from '../../postgres/checkpoint-store.js';
+import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { ADMISSION_ACTOR, type WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
 import { freeSlots, holdsQuotaSlot, type QuotaState } from '../../workspaces/domain/quota.decider.js';
@@ -83,8 +79,8 @@ const ADMIT_CONCURRENCY = 32;
  */
 export class Admission {
   private readonly options: Required<Omit<AdmissionOptions, 'hooks'>> & { hooks: AdmissionHooks };
-  private subscription: RunningSubscription | null = null;
-  private loop: { abort: AbortController; done: Promise<void> } | null = null;
+  /** Keeps the queue from the log and runs the passes. */
+  private readonly runner: CatchUpRunner;
   private readonly throttle = new CheckpointThrottle();
   /** Workspaces with something new to admit or give back. */
   private readonly dirty = new Set<string>();
@@ -95,7 +91,11 @@ export class Admission {
    * are written to the queue, so executions of workspaces without a bound cost nothing.
    */
   private readonly open = new Set<string>();
-  private wake: (() => void) | null = null;
+  /** When the loop next looks through the whole queue, and purges released runs (performance.now()). */
+  private nextSweep = 0;
+  private nextPurge = 0;
+  /** The workspace whose pass failed last, for the log. */
+  private failedPass: string | undefined;
 
   constructor(
     private readonly deps: AdmissionDeps,
@@ -109,31 +109,36 @@ export class Admission {
       waitingPage: options.waitingPage ?? 500,
       hooks: options.hooks ?? {},
     };
+    // The feed's name, batchSize, store and checkpoints: the options and deps of those names. A position
+    // skipped by a batch that changed nothing is stored by the runner once its interval passed.
+    this.runner = new CatchUpRunner({
+      feed: {
+        ...this.options,
+        ...deps,
+        streamPrefixes: [EXECUTION_PREFIX, WORKSPACE_STREAM_PREFIX],
+        handle: (batch) => this.track(batch),
+        onResume: () => this.resume(),
+        throttle: this.throttle,
+      },
+      loop: {
+        round: (signal) => this.round(signal),
+        onError: (error, failures) =>
+          deps.logger.warn('an admission pass failed; retrying', { err: error, workspaceId: this.failedPass, failures }),
+      },
+      logger: deps.logger,
+    });
   }
 
   start(): void {
-    if (this.subscription) return;
-    this.subscription = startCheckpointedSubscription({
-      name: this.options.name,
-      store: this.deps.store,
-      checkpoints: this.deps.checkpoints,
-      streamPrefixes: [EXECUTION_PREFIX, WORKSPACE_STREAM_PREFIX],
-      batchSize: this.options.batchSize,
-      handle: (batch) => this.track(batch),
-      onResume: () => this.resume(),
-      logger: this.deps.logger,
-    });
-    const abort = new AbortController();
-    this.loop = { abort, done: this.run(abort.signal) };
+    if (this.runner.started) return;
+    this.nextSweep = 0;
+    this.nextPurge = performance.now() + Math.min(this.options.forgetReleasedAfterMs, 60_000);
+    this.runner.start();
   }
 
   /** Stops reading the log and admitting; a pass in flight finishes first (a hook may end it early). */
   async stop(): Promise<void> {
-    const { subscription, loop } = this;
-    this.subscription = null;
-    this.loop = null;
-    loop?.abort.abort();
-    await Promise.all([subscription?.stop(), loop?.done]);
+    await this.runner.stop();
   }
 
   /** Before reading on from the checkpoint: which executions have runs in the queue. */
@@ -188,7 +193,7 @@ export class Admission {
     }
     if (touched.size === 0) return;
     for (const workspaceId of touched) this.dirty.add(workspaceId);
-    this.wake?.();
+    this.runner.wake();
   }
 
   /** One pass over every workspace with work (the queue's view): for tests and operations. */
@@ -325,58 +330,36 @@ export class Admission {
     return this.admit(slot.workspaceId, [slot], quota, signal);
   }
 
-  private async run(signal: AbortSignal): Promise<void> {
+  /**
+   * One turn of the loop: a sweep of the whole queue when due, the purge of released runs when
+   * due, then a pass per workspace with work; resolves to how long to sleep (none while work is
+   * left, else until the next sweep, woken when the subscription marks a workspace dirty).
+   */
+  private async round(signal: AbortSignal): Promise<number> {
     const { sweepMs, forgetReleasedAfterMs } = this.options;
-    let failures = 0;
-    let nextSweep = 0;
-    let nextPurge = performance.now() + Math.min(forgetReleasedAfterMs, 60_000);
-    while (!signal.aborted) {
-      const workspaces: string[] = [];
-      try {
-        if (performance.now() >= nextSweep) {
-          for (const workspaceId of await this.deps.queue.workspacesWithWork()) this.dirty.add(workspaceId);
-          nextSweep = performance.now() + sweepMs;
-        }
-        // A position skipped by a batch that changed nothing is stored once its interval passed.
-        const idle = this.throttle.due();
-        if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
-        if (performance.now() >= nextPurge) {
-          await this.deps.queue.purgeReleased(forgetReleasedAfterMs);
-          nextPurge = performance.now() + Math.min(forgetReleasedAfterMs, 60_000);
-        }
-        workspaces.push(...this.dirty);
-        this.dirty.clear();
-        while (workspaces.length > 0 && !signal.aborted) {
-          await this.pass(workspaces[0], signal);
-          workspaces.shift();
-        }
-        failures = 0;
-      } catch (error) {
-        // The workspace that failed and those after it are tried again after a backoff.
-        for (const workspaceId of workspaces) this.dirty.add(workspaceId);
-        if (signal.aborted) break;
-        failures += 1;
-        this.deps.logger.warn('an admission pass failed; retrying', { err: error, workspaceId: workspaces[0], failures });
+    const workspaces: string[] = [];
+    try {
+      if (performance.now() >= this.nextSweep) {
+        for (const workspaceId of await this.deps.queue.workspacesWithWork()) this.dirty.add(workspaceId);
+        this.nextSweep = performance.now() + sweepMs;
       }
-      if (signal.aborted) break;
-      if (failures > 0) await this.sleep(Math.min(5_000, 100 * 2 ** failures), signal, false);
-      else if (this.dirty.size === 0) await this.sleep(Math.max(0, nextSweep - performance.now()), signal, true);
+      if (performance.now() >= this.nextPurge) {
+        await this.deps.queue.purgeReleased(forgetReleasedAfterMs);
+        this.nextPurge = performance.now() + Math.min(forgetReleasedAfterMs, 60_000);
+      }
+      workspaces.push(...this.dirty);
+      this.dirty.clear();
+      while (workspaces.length > 0 && !signal.aborted) {
+        await this.pass(workspaces[0], signal);
+        workspaces.shift();
+      }
+    } catch (error) {
+      // The workspace that failed and those after it are tried again after a backoff.
+      for (const workspaceId of workspaces) this.dirty.add(workspaceId);
+      this.failedPass = workspaces[0];
+      throw error;
     }
-  }
-
-  /** Waits `ms`, or (when `wakeable`) until the subscription marks a workspace dirty, or the stop. */
-  private sleep(ms: number, signal: AbortSignal, wakeable: boolean): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        if (this.wake === done) this.wake = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      if (wakeable) this.wake = done;
-    });
+    return this.dirty.size === 0 ? Math.max(0, this.nextSweep - performance.now()) : 0;
   }
 }
 

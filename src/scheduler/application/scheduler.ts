@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { scheduleActor } from '../../core/actors.js';
+import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Clock } from '../../core/clock.port.js';
 import { DomainError, NotFoundError, WrongExpectedRevisionError } from '../../core/errors.js';
@@ -61,28 +61,34 @@ export class Scheduler {
   private readonly options: Required<SchedulerOptions>;
   private readonly followed = new Map<string, Followed>();
   private readonly started = new Set<string>();
-  private loop: { abort: AbortController; done: Promise<void> } | null = null;
-  private wake: (() => void) | null = null;
+  /** Follows the schedule streams from the start of the log (no checkpoint: what it folds lives in memory) and runs the ticks. */
+  private readonly runner: CatchUpRunner;
 
   constructor(
     private readonly deps: SchedulerDeps,
     options: SchedulerOptions = {},
   ) {
     this.options = { maxSleepMs: options.maxSleepMs ?? 1_000, verifyAfterMs: options.verifyAfterMs ?? 5_000 };
+    // A failed subscription starts again from the start of the log; what it folded stays.
+    this.runner = new CatchUpRunner({
+      feed: { name: 'scheduler', store: deps.store, streamPrefixes: [SCHEDULE_STREAM_PREFIX], handle: (batch) => this.observe(batch) },
+      loop: {
+        round: async () => {
+          await this.tick();
+          return this.sleepMs();
+        },
+        onError: (error) => deps.logger.error('a scheduler tick failed', { error: error instanceof Error ? error.message : String(error) }),
+      },
+      logger: deps.logger,
+    });
   }
 
   start(): void {
-    if (this.loop) return;
-    const abort = new AbortController();
-    this.loop = { abort, done: Promise.all([this.follow(abort.signal), this.run(abort.signal)]).then(() => undefined) };
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
-    const loop = this.loop;
-    this.loop = null;
-    loop?.abort.abort();
-    this.wake?.();
-    await loop?.done;
+    await this.runner.stop();
   }
 
   /** Schedules this process follows, active or not. */
@@ -116,7 +122,7 @@ export class Scheduler {
       if (event.type === 'ScheduleFired' && !this.started.has(event.data.executionId)) followed.verifyAt = now + this.options.verifyAfterMs;
       followed.dueAt = dueAt(followed.state);
     }
-    this.wake?.();
+    this.runner.wake();
   }
 
   /**
@@ -238,41 +244,6 @@ export class Scheduler {
     }
     this.started.add(fire.executionId);
     if (this.started.size > KNOWN_STARTED) this.started.delete(this.started.values().next().value!);
-  }
-
-  private async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      try {
-        await this.tick();
-      } catch (error) {
-        this.deps.logger.error('a scheduler tick failed', { error: error instanceof Error ? error.message : String(error) });
-      }
-      const woken = new Promise<void>((resolve) => (this.wake = resolve));
-      await Promise.race([sleep(this.sleepMs(), undefined, { signal }).catch(() => undefined), woken]);
-      this.wake = null;
-    }
-  }
-
-  /** Follows the schedule streams from the start of the log; a failed subscription starts again (what it folded stays). */
-  private async follow(signal: AbortSignal): Promise<void> {
-    let failures = 0;
-    while (!signal.aborted) {
-      try {
-        for await (const batch of this.deps.store.subscribeToAll({ after: null, streamPrefixes: [SCHEDULE_STREAM_PREFIX], signal })) {
-          this.observe(batch);
-          failures = 0;
-        }
-      } catch (error) {
-        if (signal.aborted) return;
-        failures += 1;
-        const retryInMs = Math.min(5_000, 100 * 2 ** failures);
-        this.deps.logger.warn('the schedule feed failed; following again', {
-          error: error instanceof Error ? error.message : String(error),
-          retryInMs,
-        });
-        await sleep(retryInMs, undefined, { signal }).catch(() => undefined);
-      }
-    }
   }
 }
 

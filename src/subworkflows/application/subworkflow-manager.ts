@@ -1,4 +1,5 @@
 import { systemActor } from '../../core/actors.js';
+import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
 import { InvalidStateError, NotFoundError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
@@ -9,12 +10,7 @@ import type { RecordChildResult } from '../../executions/domain/execution.comman
 import { executionStreamId, parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 import type { ExecutionEvent, ExecutionEventOf } from '../../executions/domain/execution.events.js';
 import { isFinal } from '../../executions/domain/execution.state.js';
-import {
-  type CheckpointStore,
-  CheckpointThrottle,
-  type RunningSubscription,
-  startCheckpointedSubscription,
-} from '../../postgres/checkpoint-store.js';
+import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
 import type { ChildLink, ChildLinks } from '../infrastructure/child-links.js';
 
@@ -70,48 +66,42 @@ const CONCURRENCY = 16;
  */
 export class SubworkflowManager {
   private readonly options: Required<Omit<SubworkflowManagerOptions, 'hooks'>> & { hooks: SubworkflowHooks };
-  private subscription: RunningSubscription | null = null;
   private readonly throttle = new CheckpointThrottle();
   /** Children whose end is not recorded on their parent, by child id: loaded on resume, then kept up. */
   private readonly open = new Map<string, ChildLink>();
-  private saving: Promise<void> = Promise.resolve();
-  /** Stores a position skipped by batches that changed nothing once its interval passed. */
-  private idleTimer: NodeJS.Timeout | null = null;
+  /** Follows the log; its loop only stores, every second, a position skipped by batches that changed nothing. */
+  private readonly runner: CatchUpRunner;
 
   constructor(
     private readonly deps: SubworkflowManagerDeps,
     options: SubworkflowManagerOptions = {},
   ) {
     this.options = { name: options.name ?? 'subworkflows', batchSize: options.batchSize ?? 500, hooks: options.hooks ?? {} };
+    // The feed's name, batchSize, store and checkpoints: the options and deps of those names.
+    this.runner = new CatchUpRunner({
+      feed: {
+        ...this.options,
+        ...deps,
+        streamPrefixes: [EXECUTION_PREFIX],
+        handle: (batch) => this.track(batch),
+        onResume: () => this.resume(),
+        throttle: this.throttle,
+      },
+      loop: {
+        round: async () => 1_000,
+        onError: (error) => deps.logger.warn('storing the subworkflow manager checkpoint failed', { err: error }),
+        backoff: { initialMs: 1_000, maxMs: 5_000 },
+      },
+      logger: deps.logger,
+    });
   }
 
   start(): void {
-    if (this.subscription) return;
-    this.subscription = startCheckpointedSubscription({
-      name: this.options.name,
-      store: this.deps.store,
-      checkpoints: this.deps.checkpoints,
-      streamPrefixes: [EXECUTION_PREFIX],
-      batchSize: this.options.batchSize,
-      handle: (batch) => this.track(batch),
-      onResume: () => this.resume(),
-      logger: this.deps.logger,
-    });
-    this.idleTimer = setInterval(() => {
-      this.saveCheckpoint(() => this.throttle.due()).catch((error: unknown) =>
-        this.deps.logger.warn('storing the subworkflow manager checkpoint failed', { err: error }),
-      );
-    }, 1_000);
-    this.idleTimer.unref();
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
-    const subscription = this.subscription;
-    this.subscription = null;
-    if (this.idleTimer !== null) clearInterval(this.idleTimer);
-    this.idleTimer = null;
-    await subscription?.stop();
-    await this.saving;
+    await this.runner.stop();
   }
 
   async resume(): Promise<void> {
@@ -145,17 +135,8 @@ export class SubworkflowManager {
     await inChunks(cancelled, (link) => this.cancelChild(link));
     await inChunks(ends, ({ link, event }) => this.recordEnd(link, event));
     const changed = requests.length + ends.length + cancelled.length > 0;
-    await this.saveCheckpoint(() => (this.throttle.shouldSave(changed, last.position) ? last.position : null));
-  }
-
-  /** Checkpoint writes one at a time, so that a late idle save never moves the checkpoint back. */
-  private saveCheckpoint(position: () => string | null): Promise<void> {
-    const saved = this.saving.then(async () => {
-      const at = position();
-      if (at !== null) await this.deps.checkpoints.save(this.options.name, at);
-    });
-    this.saving = saved.catch(() => undefined);
-    return saved;
+    // The runner never stores a skipped position while a batch is in hand: this one is the newest.
+    if (this.throttle.shouldSave(changed, last.position)) await this.deps.checkpoints.save(this.options.name, last.position);
   }
 
   private async startChild(request: ChildRequest): Promise<void> {

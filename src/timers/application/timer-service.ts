@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { systemActor } from '../../core/actors.js';
+import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
 import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
@@ -7,12 +7,8 @@ import type { IdGenerator } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
-import {
-  type CheckpointStore,
-  CheckpointThrottle,
-  type RunningSubscription,
-  startCheckpointedSubscription,
-} from '../../postgres/checkpoint-store.js';
+import { realLeaseTime } from '../../core/leadership.js';
+import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import type { DueTimer, TimerTable } from '../infrastructure/timer-table.js';
 import { planTimers } from './timer-plan.js';
@@ -57,11 +53,9 @@ export interface TimerServiceOptions {
  */
 export class TimerService {
   private readonly options: Required<TimerServiceOptions>;
-  private subscription: RunningSubscription | null = null;
-  private loop: { abort: AbortController; done: Promise<void> } | null = null;
   private readonly throttle = new CheckpointThrottle();
-  /** When the loop sleeps until, and how to wake it sooner. */
-  private sleeping: { untilMs: number; wake: () => void } | null = null;
+  /** Keeps the table from the log and runs the loop; its time is the clock's, as due times are. */
+  private readonly runner: CatchUpRunner;
 
   constructor(
     private readonly deps: TimerServiceDeps,
@@ -78,31 +72,24 @@ export class TimerService {
       backoff: { initialMs: 1_000, maxMs: 60_000 },
       ...options,
     };
+    // The feed's name, batchSize, gatherMs, store and checkpoints: the options and deps of those names.
+    this.runner = new CatchUpRunner({
+      feed: { ...this.options, ...deps, streamPrefixes: ['execution-'], handle: (batch) => this.track(batch), throttle: this.throttle },
+      loop: {
+        round: () => this.round(),
+        onError: (error, failures) => deps.logger.warn('timer loop failed; retrying', { err: error, failures }),
+      },
+      logger: deps.logger,
+      time: { now: () => deps.clock.now().getTime(), sleep: realLeaseTime.sleep },
+    });
   }
 
   start(): void {
-    if (this.subscription) return;
-    this.subscription = startCheckpointedSubscription({
-      name: this.options.name,
-      store: this.deps.store,
-      checkpoints: this.deps.checkpoints,
-      streamPrefixes: ['execution-'],
-      batchSize: this.options.batchSize,
-      gatherMs: this.options.gatherMs,
-      handle: (batch) => this.track(batch),
-      logger: this.deps.logger,
-    });
-    const abort = new AbortController();
-    this.loop = { abort, done: this.run(abort.signal) };
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
-    const { subscription, loop } = this;
-    this.subscription = null;
-    this.loop = null;
-    loop?.abort.abort();
-    this.sleeping?.wake();
-    await Promise.all([subscription?.stop(), loop?.done]);
+    await this.runner.stop();
   }
 
   /** Applies one batch of execution events to the table, with the checkpoint, in one transaction. */
@@ -120,8 +107,8 @@ export class TimerService {
       },
       { asynchronousCommit: true },
     );
-    const earliest = Math.min(...plan.upserts.map((u) => u.dueMs));
-    if (this.sleeping !== null && earliest < this.sleeping.untilMs) this.sleeping.wake();
+    // A timer due sooner than the loop's sleep ends wakes it.
+    this.runner.wake(Math.min(...plan.upserts.map((u) => u.dueMs)));
   }
 
   /** Claims and fires the timers due now (one bounded batch); returns how many were claimed. */
@@ -169,36 +156,12 @@ export class TimerService {
     }
   }
 
-  private async run(signal: AbortSignal): Promise<void> {
-    let failures = 0;
-    while (!signal.aborted) {
-      let waitMs: number;
-      try {
-        // A full batch means more may be due: look again at once.
-        if ((await this.fireDue()) === this.options.dueBatchSize) continue;
-        const idle = this.throttle.due();
-        if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
-        const next = await this.deps.timers.nextDueMs();
-        const untilNext = next === null ? this.options.idleMs : next - this.deps.clock.now().getTime();
-        waitMs = Math.max(0, Math.min(this.options.idleMs, untilNext));
-        failures = 0;
-      } catch (error) {
-        failures += 1;
-        waitMs = Math.min(5_000, 100 * 2 ** failures);
-        this.deps.logger.warn('timer loop failed; retrying', { err: error, failures });
-      }
-      if (waitMs > 0) await this.sleep(waitMs, signal);
-    }
-  }
-
-  /** Sleeps `ms`, or less when woken (a timer due sooner was recorded, or the service stops). */
-  private async sleep(ms: number, signal: AbortSignal): Promise<void> {
-    const woken = new AbortController();
-    this.sleeping = { untilMs: this.deps.clock.now().getTime() + ms, wake: () => woken.abort() };
-    try {
-      await sleep(ms, undefined, { signal: AbortSignal.any([signal, woken.signal]) }).catch(() => undefined);
-    } finally {
-      this.sleeping = null;
-    }
+  /** One look: fires what is due; resolves to how long to sleep (until the next due time, at most `idleMs`). */
+  private async round(): Promise<number> {
+    // A full batch means more may be due: look again at once.
+    if ((await this.fireDue()) === this.options.dueBatchSize) return 0;
+    const next = await this.deps.timers.nextDueMs();
+    const untilNext = next === null ? this.options.idleMs : next - this.deps.clock.now().getTime();
+    return Math.max(0, Math.min(this.options.idleMs, untilNext));
   }
 }

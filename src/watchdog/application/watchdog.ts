@@ -1,5 +1,5 @@
-import { runTicker } from '../../core/ticker.js';
 import { systemActor } from '../../core/actors.js';
+import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
 import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
@@ -10,12 +10,7 @@ import { parseExecutionEvent } from '../../executions/domain/execution-event.par
 import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
 import { isFinal } from '../../executions/domain/execution.state.js';
 import { executionDeadline } from '../../executions/domain/time-out-execution.js';
-import {
-  type CheckpointStore,
-  CheckpointThrottle,
-  type RunningSubscription,
-  startCheckpointedSubscription,
-} from '../../postgres/checkpoint-store.js';
+import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import type { DeadlineTable, DueDeadline, DueTaskDeadline } from '../infrastructure/deadline-table.js';
 import { planDeadlines } from './deadline-plan.js';
@@ -58,8 +53,8 @@ export interface WatchdogOptions {
  */
 export class Watchdog {
   private readonly options: Required<WatchdogOptions>;
-  private subscription: RunningSubscription | null = null;
-  private timer: { abort: AbortController; done: Promise<void> } | null = null;
+  /** Keeps the deadlines from the log and looks for due ones every `tickMs`. */
+  private readonly runner: CatchUpRunner;
 
   constructor(
     private readonly deps: WatchdogDeps,
@@ -75,30 +70,25 @@ export class Watchdog {
       backoff: { initialMs: 1_000, maxMs: 60_000 },
       ...options,
     };
+    // The feed's name, batchSize, gatherMs, store and checkpoints: the options and deps of those names.
+    this.runner = new CatchUpRunner({
+      feed: { ...this.options, ...deps, streamPrefixes: ['execution-'], handle: (batch) => this.track(batch), throttle: this.throttle },
+      loop: {
+        // A full batch means more may be due: look again at once.
+        round: async () => ((await this.fireDue()) === this.options.dueBatchSize ? 0 : this.options.tickMs),
+        onError: (error, failures) => deps.logger.warn('watchdog timer failed; retrying', { err: error, failures }),
+        backoff: { initialMs: 2 * this.options.tickMs, maxMs: 5_000 },
+      },
+      logger: deps.logger,
+    });
   }
 
   start(): void {
-    if (this.subscription) return;
-    this.subscription = startCheckpointedSubscription({
-      name: this.options.name,
-      store: this.deps.store,
-      checkpoints: this.deps.checkpoints,
-      streamPrefixes: ['execution-'],
-      batchSize: this.options.batchSize,
-      gatherMs: this.options.gatherMs,
-      handle: (batch) => this.track(batch),
-      logger: this.deps.logger,
-    });
-    const abort = new AbortController();
-    this.timer = { abort, done: this.runTimer(abort.signal) };
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
-    const { subscription, timer } = this;
-    this.subscription = null;
-    this.timer = null;
-    timer?.abort.abort();
-    await Promise.all([subscription?.stop(), timer?.done]);
+    await this.runner.stop();
   }
 
   private readonly throttle = new CheckpointThrottle();
@@ -202,19 +192,5 @@ export class Watchdog {
       });
       await this.deps.deadlines.backOff(deadline, this.deps.clock.now().getTime() + delayMs);
     }
-  }
-
-  private runTimer(signal: AbortSignal): Promise<void> {
-    return runTicker(signal, {
-      tickMs: this.options.tickMs,
-      tick: async () => {
-        const fired = await this.fireDue();
-        const idle = this.throttle.due();
-        if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
-        // A full batch means more may be due: look again at once.
-        return fired === this.options.dueBatchSize;
-      },
-      onError: (error, failures) => this.deps.logger.warn('watchdog timer failed; retrying', { err: error, failures }),
-    });
   }
 }
