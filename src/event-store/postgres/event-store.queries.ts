@@ -26,6 +26,11 @@ export const READ_STREAM_SQL = reusable(`select ${EVENT_COLUMNS} from event_stor
   order by e.stream_revision
   limit $3`);
 
+/** Whole streams (a JSON array of ids), each in revision order: one index range per stream. */
+export const READ_STREAMS_SQL = reusable(`select ${EVENT_COLUMNS} from event_store.events e
+  where e.stream_id in (select jsonb_array_elements_text($1::jsonb))
+  order by e.stream_id, e.stream_revision`);
+
 /** The last readable event, as `head_xid`, `head_seq` (no row for an empty log). */
 const HEAD = `select e.transaction_id::text as head_xid, e.seq as head_seq from event_store.events e
   where ${READABLE} order by e.transaction_id desc, e.seq desc limit 1`;

@@ -19,6 +19,7 @@ import {
   REACHED_SQL,
   READ_PAGE_SQL,
   READ_STREAM_SQL,
+  READ_STREAMS_SQL,
   READ_TAIL_SQL,
   STREAM_REVISION_SQL,
   headPosition,
@@ -168,6 +169,19 @@ export class PostgresEventStore implements EventStore {
     });
     // Each caller gets its own envelopes: callers of one shared read never see each other's arrays.
     return rows.map(toRecordedEvent);
+  }
+
+  async readStreams(streamIds: readonly string[]): Promise<Map<string, RecordedEvent[]>> {
+    streamIds.forEach(validateStreamId);
+    const streams = new Map<string, RecordedEvent[]>();
+    if (streamIds.length === 0) return streams;
+    const { rows } = await this.client.query<EventRow>(READ_STREAMS_SQL, [JSON.stringify(streamIds)]);
+    for (const row of rows) {
+      const events = streams.get(row.stream_id);
+      if (events === undefined) streams.set(row.stream_id, [toRecordedEvent(row)]);
+      else events.push(toRecordedEvent(row));
+    }
+    return streams;
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
