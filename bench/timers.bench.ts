@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { TokenEntry } from '../src/auth/tokens-file.schema.js';
+import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
 import { loadConfig } from '../src/config/config.js';
 import type { Clock } from '../src/core/clock.port.js';
 import { randomIds } from '../src/core/ids.js';
@@ -126,9 +127,12 @@ async function main(): Promise<void> {
   log(`the timer table holds all ${TIMERS} timers after ${Math.round(trackMs)} ms`);
   await settled();
   await first.app.close();
-  const { app, url, logger } = await startBenchApp(stack, tokens, clock);
+  // The in-process bus lives and dies with its process: the restarted app gets a new one.
+  await stack.bus.close();
+  const bus = new InProcessBus();
+  const { app, url, logger } = await startBenchApp({ ...stack, bus }, tokens, clock);
   const worker = createWorker({
-    bus: stack.bus,
+    bus,
     apiUrl: url,
     token: TOKEN,
     logger,
@@ -178,6 +182,7 @@ async function main(): Promise<void> {
   await sleep(1_000); // a second firing of any timer would show up by now
   await worker.stop();
   await app.close();
+  await bus.close();
   abort.abort();
   await following;
 
