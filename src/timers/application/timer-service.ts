@@ -54,7 +54,7 @@ export interface TimerServiceOptions {
  * when due. A checkpointed subscription of the log keeps `timers_due`; a loop claims the due rows,
  * fires each by command (`FireTimer`, decided on the execution's stream with its expected
  * revision, so a timer fires once however many processes race; the timers of one execution in
- * one append, the states of the batch read in one statement), and sleeps until the next due
+ * one append, the states of the batch read together), and sleeps until the next due
  * time (at most `idleMs`), woken early when this process records a timer due sooner. A timer due
  * long ago (the role was down) fires at once, and its event records how late.
  */
@@ -132,10 +132,14 @@ export class TimerService {
     const due = await this.deps.timers.claimDue(this.deps.clock.now().getTime(), this.options.dueBatchSize, this.options.claimMs);
     // The timers of one execution fire together, in one append: never two firings racing on its stream.
     const groups = [...groupBy(due, (timer) => timer.executionId).values()];
-    // Their states in one read, not one read per execution (after a long wait none is cached).
-    await this.deps.executions
-      .prefetch(groups.map((timers) => timers[0].executionId))
-      .catch((error: unknown) => this.deps.logger.warn('reading the due executions failed; each firing reads its own', { err: error }));
+    // Their states in a few reads, not one read per execution (after a long wait none is cached);
+    // `concurrency` streams per read, so no more histories are held at once than firings read before.
+    const executionIds = groups.map((timers) => timers[0].executionId);
+    for (let i = 0; i < executionIds.length; i += this.options.concurrency) {
+      await this.deps.executions
+        .prefetch(executionIds.slice(i, i + this.options.concurrency))
+        .catch((error: unknown) => this.deps.logger.warn('reading due executions failed; each firing reads its own', { err: error }));
+    }
     const settled: DueTimer[] = [];
     let next = 0;
     // Many executions at once: the store commits their appends in groups.
