@@ -8,7 +8,7 @@ import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
 import { KafkaBus } from '../src/bus/kafka/kafka-bus.js';
 import { loadConfig } from '../src/config/config.js';
 import type { Bus } from '../src/core/bus.port.js';
-import { systemClock } from '../src/core/clock.port.js';
+import { type Clock, systemClock } from '../src/core/clock.port.js';
 import type { EventStore } from '../src/core/event-store.port.js';
 import { randomIds } from '../src/core/ids.js';
 import { createLogger, type Logger } from '../src/core/logger.js';
@@ -99,15 +99,15 @@ export interface BenchApp {
   logger: Logger;
 }
 
-/** Every role of the app on the stack, silent, listening on a free loopback port. */
-export async function startBenchApp(stack: BenchStack, tokens: readonly TokenEntry[]): Promise<BenchApp> {
+/** Every role of the app on the stack, silent, listening on a free loopback port; `clock` is the real one unless given. */
+export async function startBenchApp(stack: BenchStack, tokens: readonly TokenEntry[], clock: Clock = systemClock): Promise<BenchApp> {
   const logger = createLogger({ level: 'silent' });
   const app = await createApp({
     config: loadConfig({ LOG_LEVEL: 'silent' }),
     store: stack.store,
     readModelSql: stack.sql,
     bus: stack.bus,
-    clock: systemClock,
+    clock,
     ids: randomIds,
     logger,
     registry: new TokenRegistry(tokens),

@@ -76,6 +76,11 @@ export interface EventStore {
   /** Events of one stream in revision order; [] for a stream that does not exist. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /**
+   * Several whole streams in one read, each in revision order (absent: no events). Optional: a
+   * store that cannot read them together leaves it out, and callers read stream by stream.
+   */
+  readStreams?(streamIds: readonly string[]): Promise<Map<string, RecordedEvent[]>>;
+  /**
    * The global log after a position, in position order. Never returns an event while an
    * event with a smaller position may still be committed later.
    */

@@ -28,6 +28,11 @@ export class StreamStateCache<State> {
     return entry;
   }
 
+  /** Whether a state of the stream is kept (without marking it used). */
+  has(streamId: string): boolean {
+    return this.entries.has(streamId);
+  }
+
   /** Keeps the newer of the stored and the given state: a slow writer never rolls an entry back. */
   set(streamId: string, entry: CachedStreamState<State>): void {
     const current = this.entries.get(streamId);

@@ -154,21 +154,23 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
         expect((await store.readStream(`${prefix}1`)).length).toBe(1);
       });
 
-      // Needs a mid-batch failure, which only a store with ids unique across streams can produce.
-      (globallyUniqueEventIds ? it : it.skip)('writes nothing of a multi-event append that fails', async () => {
-        const prefix = uniquePrefix();
-        const existing = newEvent();
-        await store.appendToStream(`${prefix}other`, [existing], { expectedRevision: 'no_stream' });
-        const head = await store.headPosition();
-        const batch = [newEvent(), newEvent(), { ...existing }];
-        await expectConflict(store.appendToStream(`${prefix}1`, batch, { expectedRevision: 'no_stream' }), 'no_stream', 'no_stream');
-        expect(await store.readStream(`${prefix}1`)).toEqual([]);
-        expect(await store.readAll({ after: head, maxCount: 10, streamPrefixes: [prefix] })).toEqual([]);
-        // Not even the stream was created: the first append can still claim it.
-        expect(await store.appendToStream(`${prefix}1`, batch.slice(0, 2), { expectedRevision: 'no_stream' })).toMatchObject({
-          nextRevision: 1,
+      // Needs a mid-batch failure, which only a store with ids unique across streams can produce
+      // (KurrentDB checks ids per stream: the case does not arise there, so it is not defined).
+      if (globallyUniqueEventIds)
+        it('writes nothing of a multi-event append that fails', async () => {
+          const prefix = uniquePrefix();
+          const existing = newEvent();
+          await store.appendToStream(`${prefix}other`, [existing], { expectedRevision: 'no_stream' });
+          const head = await store.headPosition();
+          const batch = [newEvent(), newEvent(), { ...existing }];
+          await expectConflict(store.appendToStream(`${prefix}1`, batch, { expectedRevision: 'no_stream' }), 'no_stream', 'no_stream');
+          expect(await store.readStream(`${prefix}1`)).toEqual([]);
+          expect(await store.readAll({ after: head, maxCount: 10, streamPrefixes: [prefix] })).toEqual([]);
+          // Not even the stream was created: the first append can still claim it.
+          expect(await store.appendToStream(`${prefix}1`, batch.slice(0, 2), { expectedRevision: 'no_stream' })).toMatchObject({
+            nextRevision: 1,
+          });
         });
-      });
 
       it('rejects malformed input with a validation error and writes nothing', async () => {
         const streamId = `${uniquePrefix()}1`;

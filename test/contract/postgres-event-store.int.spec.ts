@@ -240,6 +240,22 @@ describe.each([
     await reader.close();
   });
 
+  it('read back together: each stream whole and in order, as read alone; none for a stream without events', async () => {
+    const prefix = uniquePrefix();
+    const streams = [`${prefix}a`, `${prefix}b`, `${prefix}c`];
+    await store.appendToStream(streams[0], [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+    await store.appendToStream(streams[1], [newEvent()], { expectedRevision: 'no_stream' });
+    await store.appendToStream(streams[0], [newEvent()], { expectedRevision: 2 });
+
+    const read = await store.readStreams([...streams, streams[1]]);
+
+    expect([...read.keys()].sort()).toEqual(streams.slice(0, 2));
+    expect(read.get(streams[0])).toEqual(await store.readStream(streams[0]));
+    expect(read.get(streams[0])?.map((e) => e.revision)).toEqual([0, 1, 2, 3]);
+    expect(read.get(streams[1])).toEqual(await store.readStream(streams[1]));
+    expect((await store.readStreams([])).size).toBe(0);
+  });
+
   it('apply appends to one stream in the order they were made', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}ordered`;

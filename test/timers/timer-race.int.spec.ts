@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import { ExecutionStreams } from '../../src/executions/application/execution-streams.js';
 import type { WorkflowSnapshot } from '../../src/executions/domain/execution.events.js';
 import type { TimerService } from '../../src/timers/application/timer-service.js';
 import { TimerTable } from '../../src/timers/infrastructure/timer-table.js';
@@ -12,18 +14,15 @@ import { STORE_KINDS } from '../support/test-app.js';
 const TIMERS = 60;
 const HOUR = 3_600_000;
 
-/** pause (a one-hour delay) → after. */
-function delayed(): WorkflowSnapshot {
+/** Each delay (one hour) → after. */
+function delayed(delays: string[]): WorkflowSnapshot {
   const base = aWorkflow();
   return {
     ...base,
     graph: {
       ...base.graph,
-      nodes: [
-        { id: 'pause', type: 'delay', config: { ms: HOUR } },
-        { id: 'after', type: 'noop' },
-      ],
-      edges: [{ from: 'pause', to: 'after' }],
+      nodes: [...delays.map((id) => ({ id, type: 'delay', config: { ms: HOUR } })), { id: 'after', type: 'noop' }],
+      edges: delays.map((id) => ({ from: id, to: 'after' })),
     },
   };
 }
@@ -40,22 +39,49 @@ describe.each(STORE_KINDS)('two timer processes racing on %s', (kind) => {
     await f.close();
   });
 
-  /** An execution suspended on its delay, as the worker and the ingestor leave it. */
-  async function suspendedOnDelay(): Promise<string> {
-    const { executionId, attemptId } = await f.startExecution(delayed());
+  /** An execution suspended on its delays, as the worker and the ingestor leave it. */
+  async function suspendedOnDelay(delays = ['pause']): Promise<string> {
+    const { executionId, attemptId } = await f.startExecution(delayed(delays));
     const fence = await f.claim(executionId, attemptId);
     const metadata = () => ({ now: f.clock.now(), actor: 'worker:worker-1' });
-    await f.executions.handle(executionId, {
-      type: 'RecordNodeResult',
-      data: { ...fence, kind: 'node_waiting', nodeId: 'pause', wait: { kind: 'timer' } },
-      metadata: metadata(),
-    });
+    for (const nodeId of delays) {
+      await f.executions.handle(executionId, {
+        type: 'RecordNodeResult',
+        data: { ...fence, kind: 'node_waiting', nodeId, wait: { kind: 'timer' } },
+        metadata: metadata(),
+      });
+    }
     await f.executions.handle(executionId, {
       type: 'CompleteAttempt',
-      data: { ...fence, outcome: 'suspended', timers: ['pause'], nextAttemptId: randomUUID(), jitter: 0 },
+      data: { ...fence, outcome: 'suspended', timers: delays, nextAttemptId: randomUUID(), jitter: 0 },
       metadata: metadata(),
     });
     return executionId;
+  }
+
+  /** Every timer of `ids` (`each` per execution) in the table; then due: each fires once, and each execution goes on once. */
+  async function fireAll(ids: string[], each: number): Promise<void> {
+    const table = await TimerTable.open(f.sql);
+    const rows = async () => (await Promise.all(ids.map((id) => table.of(id)))).flat();
+    await eventually(async () => expect(await rows()).toHaveLength(ids.length * each), { what: 'every timer in the table' });
+
+    f.clock.advance(HOUR + 1_000);
+    await eventually(
+      async () => {
+        const fired = await Promise.all(ids.map(async (id) => (await f.types(id)).filter((t) => t === 'TimerFired').length));
+        expect(fired).toEqual(ids.map(() => each));
+      },
+      { what: 'every timer to fire' },
+    );
+    await eventually(async () => expect(await rows()).toEqual([]), { what: 'the table to empty' });
+    for (const id of ids) {
+      const types = await f.types(id);
+      expect(types.filter((t) => t === 'TimerFired')).toHaveLength(each);
+      expect(types.filter((t) => t === 'NodeSucceeded')).toHaveLength(each);
+      // The first attempt, and one resume after the last timer fired.
+      expect(types.filter((t) => t === 'AttemptScheduled')).toHaveLength(2);
+      expect(types.at(-1)).toBe('AttemptScheduled');
+    }
   }
 
   it('fires each timer once, and the executions go on', async () => {
@@ -68,27 +94,32 @@ describe.each(STORE_KINDS)('two timer processes racing on %s', (kind) => {
       ['timers-a', 'timers-b'].map((name) => createTimerService(deps, { name, dueBatchSize: 7, concurrency: 4, claimMs: 1, idleMs: 50 })),
     );
     for (const service of services) service.start();
-    const table = await TimerTable.open(f.sql);
-    await eventually(async () => expect((await Promise.all(ids.map((id) => table.of(id)))).flat()).toHaveLength(TIMERS), {
-      what: 'every timer in the table',
-    });
+    await fireAll(ids, 1);
+  });
 
-    f.clock.advance(HOUR + 1_000);
-    await eventually(
-      async () => {
-        const fired = await Promise.all(ids.map(async (id) => (await f.types(id)).filter((t) => t === 'TimerFired').length));
-        expect(fired).toEqual(ids.map(() => 1));
-      },
-      { what: 'every timer to fire' },
-    );
-    await eventually(async () => expect((await Promise.all(ids.map((id) => table.of(id)))).flat()).toEqual([]), {
-      what: 'the table to empty',
+  it('fires several timers of one execution once each, and resumes it once', async () => {
+    const ids: string[] = [];
+    // The same two processes: the timers of one execution fire in one append, or race if claimed apart.
+    for (let i = 0; i < TIMERS / 3; i++) ids.push(await suspendedOnDelay(['pause', 'nap', 'rest']));
+    await fireAll(ids, 3);
+  });
+
+  it('reads the executions of a due batch in one go, not one by one, when none is in memory', async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push(await suspendedOnDelay());
+    // A process that has none of them in memory (a restart during the wait), its reads counted.
+    const reads = { one: 0, many: 0 };
+    const store: EventStore = Object.create(f.store, {
+      readStream: { value: (...args: Parameters<EventStore['readStream']>) => (reads.one++, f.store.readStream(...args)) },
+      readStreams: { value: (ids: readonly string[]) => (reads.many++, f.store.readStreams!(ids)) },
     });
-    for (const id of ids) {
-      const types = await f.types(id);
-      expect(types.filter((t) => t === 'TimerFired')).toHaveLength(1);
-      expect(types.filter((t) => t === 'NodeSucceeded')).toHaveLength(1);
-      expect(types.at(-1)).toBe('AttemptScheduled');
-    }
+    const executions = new ExecutionStreams(store, f.clock, f.ids);
+    const deps = { store: f.store, executions, sql: f.sql, clock: f.clock, ids: f.ids, logger: f.logger };
+    services = [await createTimerService(deps, { name: 'timers-c', idleMs: 50 })];
+    services[0].start();
+
+    await fireAll(ids, 1);
+    expect(reads).toEqual({ one: 0, many: 1 });
   });
 });

@@ -18,6 +18,7 @@ import {
   PROBE_SQL,
   REACHED_SQL,
   READ_PAGE_SQL,
+  READ_STREAMS_SQL,
   READ_TAIL_SQL,
   STREAM_REVISION_SQL,
   headPosition,
@@ -182,6 +183,21 @@ export class PostgresEventStore implements EventStore {
     );
     // Each caller gets its own envelopes: callers of one shared read never see each other's arrays.
     return rows.map(toRecordedEvent);
+  }
+
+  async readStreams(streamIds: readonly string[]): Promise<Map<string, RecordedEvent[]>> {
+    streamIds.forEach(validateStreamId);
+    const streams = new Map<string, RecordedEvent[]>();
+    if (streamIds.length === 0) return streams;
+    // Each stream once, from its first event, all of it.
+    const ids = [...new Set(streamIds)];
+    const { rows } = await this.client.query<EventRow>(READ_STREAMS_SQL, [ids, ids.map(() => 0), ids.map(() => null)]);
+    for (const row of rows) {
+      const events = streams.get(row.stream_id);
+      if (events === undefined) streams.set(row.stream_id, [toRecordedEvent(row)]);
+      else events.push(toRecordedEvent(row));
+    }
+    return streams;
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {

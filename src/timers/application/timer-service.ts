@@ -1,12 +1,14 @@
 import { systemActor } from '../../core/actors.js';
 import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
+import type { BatchVerdict } from '../../core/command-handler.js';
 import { InvalidStateError, NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { IdGenerator } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
+import type { ExecutionEvent } from '../../executions/domain/execution.events.js';
 import { realLeaseTime } from '../../core/leadership.js';
 import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
@@ -15,7 +17,7 @@ import { planTimers } from './timer-plan.js';
 
 export interface TimerServiceDeps {
   store: EventStore;
-  executions: Pick<ExecutionStreams, 'handle'>;
+  executions: Pick<ExecutionStreams, 'handleBatch' | 'prefetch'>;
   /** The read-model Postgres: the table of live timers and the checkpoint commit in one of its transactions. */
   sql: SqlClient;
   checkpoints: CheckpointStore;
@@ -47,7 +49,8 @@ export interface TimerServiceOptions {
  * The `timer` role: fires durable timers (a `delay` node's, a `wait_signal` node's time limit)
  * when due. A checkpointed subscription of the log keeps `timers_due`; a loop claims the due rows,
  * fires each by command (`FireTimer`, decided on the execution's stream with its expected
- * revision, so a timer fires once however many processes race), and sleeps until the next due
+ * revision, so a timer fires once however many processes race; the timers of one execution in
+ * one append, the states of the batch read together), and sleeps until the next due
  * time (at most `idleMs`), woken early when this process records a timer due sooner. A timer due
  * long ago (the role was down) fires at once, and its event records how late.
  */
@@ -114,15 +117,22 @@ export class TimerService {
   /** Claims and fires the timers due now (one bounded batch); returns how many were claimed. */
   async fireDue(): Promise<number> {
     const due = await this.deps.timers.claimDue(this.deps.clock.now().getTime(), this.options.dueBatchSize, this.options.claimMs);
+    // The timers of one execution fire together, in one append: never two firings racing on its stream.
+    const groups = [...groupBy(due, (timer) => timer.executionId).values()];
+    // Their states in a few reads, not one read per execution (after a long wait none is cached);
+    // `concurrency` streams per read, so no more histories are held at once than firings read before.
+    const executionIds = groups.map((timers) => timers[0].executionId);
+    for (let i = 0; i < executionIds.length; i += this.options.concurrency) {
+      await this.deps.executions
+        .prefetch(executionIds.slice(i, i + this.options.concurrency))
+        .catch((error: unknown) => this.deps.logger.warn('reading due executions failed; each firing reads its own', { err: error }));
+    }
     const settled: DueTimer[] = [];
     let next = 0;
-    // Many firings at once: the store commits their appends in groups.
+    // Many executions at once: the store commits their appends in groups.
     await Promise.all(
-      Array.from({ length: Math.min(this.options.concurrency, due.length) }, async () => {
-        while (next < due.length) {
-          const timer = due[next++];
-          if (await this.fire(timer)) settled.push(timer);
-        }
+      Array.from({ length: Math.min(this.options.concurrency, groups.length) }, async () => {
+        while (next < groups.length) settled.push(...(await this.fire(groups[next++])));
       }),
     );
     // Fired, or nothing left to fire: their rows go in one statement.
@@ -130,30 +140,54 @@ export class TimerService {
     return due.length;
   }
 
-  /** True when the timer fired (or has nothing left to fire); false when its row was deferred or backed off. */
-  private async fire(timer: DueTimer): Promise<boolean> {
+  /**
+   * Fires the due timers of one execution in one append; returns those fired (or with nothing
+   * left to fire). The others were deferred or backed off.
+   */
+  private async fire(timers: readonly DueTimer[]): Promise<DueTimer[]> {
+    const executionId = timers[0].executionId;
+    const now = this.deps.clock.now();
+    let verdicts: BatchVerdict<ExecutionEvent>[];
     try {
-      const outcome = await this.deps.executions.handle(timer.executionId, {
-        type: 'FireTimer',
-        data: { timerId: timer.timerId, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() },
-        metadata: { now: this.deps.clock.now(), actor: systemActor('timer') },
-      });
-      if (outcome.appended) this.deps.logger.debug('timer fired', { executionId: timer.executionId, timerId: timer.timerId });
-      return true;
+      ({ verdicts } = await this.deps.executions.handleBatch(
+        executionId,
+        timers.map((timer) => ({
+          type: 'FireTimer',
+          data: { timerId: timer.timerId, nextAttemptId: this.deps.ids.uuid(), jitter: Math.random() },
+          metadata: { now, actor: systemActor('timer') },
+        })),
+      ));
     } catch (error) {
-      const notDueUntil = error instanceof InvalidStateError ? error.details?.['deadline'] : undefined;
-      if (typeof notDueUntil === 'string') {
-        await this.deps.timers.defer(timer, Date.parse(notDueUntil));
-        return false;
-      }
-      // Cancelled, or its execution ended: nothing left to fire.
-      if (error instanceof StaleAttemptError || error instanceof NotFoundError) return true;
-      const { initialMs, maxMs } = this.options.backoff;
-      const delayMs = Math.min(maxMs, initialMs * 2 ** timer.failures);
-      this.deps.logger.warn('firing a timer failed; backing off', { err: error, timerId: timer.timerId, retryInMs: delayMs });
-      await this.deps.timers.backOff(timer, this.deps.clock.now().getTime() + delayMs);
-      return false;
+      // Nothing of this execution was written: each timer tries again later, later each time.
+      await Promise.all(timers.map((timer) => this.backOff(timer, error)));
+      return [];
     }
+    const settled: DueTimer[] = [];
+    await Promise.all(
+      timers.map(async (timer, index) => {
+        const verdict = verdicts[index];
+        if ('events' in verdict) {
+          if (verdict.events.length > 0) this.deps.logger.debug('timer fired', { executionId, timerId: timer.timerId });
+          settled.push(timer);
+          return;
+        }
+        const error = verdict.rejected;
+        const notDueUntil = error instanceof InvalidStateError ? error.details?.['deadline'] : undefined;
+        if (typeof notDueUntil === 'string') await this.deps.timers.defer(timer, Date.parse(notDueUntil));
+        // Cancelled, or its execution ended: nothing left to fire.
+        else if (error instanceof StaleAttemptError || error instanceof NotFoundError) settled.push(timer);
+        else await this.backOff(timer, error);
+      }),
+    );
+    return settled;
+  }
+
+  /** Firing failed: the row waits, longer after each failure. */
+  private async backOff(timer: DueTimer, error: unknown): Promise<void> {
+    const { initialMs, maxMs } = this.options.backoff;
+    const delayMs = Math.min(maxMs, initialMs * 2 ** timer.failures);
+    this.deps.logger.warn('firing a timer failed; backing off', { err: error, timerId: timer.timerId, retryInMs: delayMs });
+    await this.deps.timers.backOff(timer, this.deps.clock.now().getTime() + delayMs);
   }
 
   /** One look: fires what is due; resolves to how long to sleep (until the next due time, at most `idleMs`). */
@@ -164,4 +198,16 @@ export class TimerService {
     const untilNext = next === null ? this.options.idleMs : next - this.deps.clock.now().getTime();
     return Math.max(0, Math.min(this.options.idleMs, untilNext));
   }
+}
+
+/** `Map.groupBy` (Node.js 21+), in first-seen order. */
+function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group === undefined) groups.set(k, [item]);
+    else group.push(item);
+  }
+  return groups;
 }
