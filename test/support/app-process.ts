@@ -28,13 +28,24 @@ export function assertBuilt(): void {
 }
 
 /**
+ * What the spawned processes get unless `env` says otherwise: Kafka sessions of 6 s (the least
+ * Flostra accepts) rather than 30 s, so that a SIGKILLed worker's or ingestor's partitions pass to
+ * its replacement after seconds. The fault suites wait for that after every kill.
+ */
+const TEST_DEFAULTS = { FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: '6000' };
+
+/**
  * Starts `node dist/src/main.js` with `env` (over this process's environment without Flostra's
- * own settings) and resolves once its output shows `ready`.
+ * own settings, and TEST_DEFAULTS) and resolves once its output shows `ready`.
  */
 export async function spawnAppProcess(env: Record<string, string>, ready: string, timeoutMs = 60_000): Promise<AppProcess> {
   assertBuilt();
   const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !APP_SETTINGS.test(name)));
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], {
+    cwd: ROOT,
+    env: { ...base, ...TEST_DEFAULTS, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
