@@ -7,7 +7,10 @@
 //
 // Shards: FLOSTRA_TEST_SHARDS, else 1 when FLOSTRA_TEST_KAFKA_BROKERS names a broker to share
 // (the suites' topics and consumer groups have fixed names, so two shards on one broker would
-// take each other's messages), else 2 on a machine with two or more cores, else 1. Arguments are
+// take each other's messages), else 2 on a machine with four or more cores, else 1. On two cores
+// two shards did not finish sooner: the PGlite suites and the processes the e2e suites start are
+// CPU-bound, and the two shards' Postgres, Kafka and suites then fought for both cores until
+// suites ran into their timeouts. Arguments are
 // passed to every jest process (for example `--ignoreProjects chaos`). Each output line is
 // prefixed with its shard; the exit code is the first non-zero one of the shards.
 import { spawn } from 'node:child_process';
@@ -20,7 +23,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 const requested = process.env.FLOSTRA_TEST_SHARDS;
 const sharedBroker = (process.env.FLOSTRA_TEST_KAFKA_BROKERS ?? '') !== '';
-const shards = requested === undefined || requested === '' ? (sharedBroker ? 1 : Math.min(2, availableParallelism())) : Number(requested);
+const shards = requested === undefined || requested === '' ? (sharedBroker || availableParallelism() < 4 ? 1 : 2) : Number(requested);
 if (!Number.isInteger(shards) || shards < 1) {
   process.stderr.write(`FLOSTRA_TEST_SHARDS must be a whole number of at least 1, got "${requested}"\n`);
   process.exit(2);
