@@ -2,8 +2,10 @@ import { PGlite } from '@electric-sql/pglite';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { InProcessSessionLocks } from './in-process-session-locks.js';
 import {
   IN_FAILED_TRANSACTION,
@@ -33,7 +35,7 @@ export class PgliteSqlClient implements SqlClient {
    * `dataDir` first gets a new cluster from `createPgliteCluster`.
    */
   static async open(dataDir?: string): Promise<PgliteSqlClient> {
-    if (dataDir === undefined) return new PgliteSqlClient(await PGlite.create());
+    if (dataDir === undefined) return new PgliteSqlClient(await openInMemory());
     if (await isMissingOrEmpty(dataDir)) await createPgliteCluster(dataDir);
     return new PgliteSqlClient(await PGlite.create(dataDir));
   }
@@ -99,6 +101,72 @@ export class PgliteSqlClient implements SqlClient {
   async close(): Promise<void> {
     await this.db.close();
   }
+}
+
+/**
+ * An in-memory database starts from an image of a new cluster instead of running initdb: initdb
+ * is most of the cost of a new PGlite (about 2 s of CPU and a second WebAssembly module of some
+ * 450 MB, against about 0.5 s to load the 40 MB image). The image is taken from the first
+ * database the process creates, right after initdb and before anyone writes to it, and kept on
+ * disk for the other processes of this user and PGlite version (tests and benchmarks open many):
+ * in a directory of this user's only, mode 0700, written to a temporary name then renamed, so
+ * that a reader never sees half an image. An image that fails to load is removed and made again.
+ */
+let freshCluster: Promise<Blob | undefined> | undefined;
+
+async function openInMemory(): Promise<PGlite> {
+  freshCluster ??= readFreshClusterImage();
+  const image = await freshCluster;
+  if (image !== undefined) {
+    try {
+      return await PGlite.create({ loadDataDir: image });
+    } catch {
+      await rm(await freshClusterImagePath(), { force: true });
+    }
+  }
+  const db = await PGlite.create();
+  const taken = await db.dumpDataDir('none');
+  freshCluster = Promise.resolve(taken);
+  await writeFreshClusterImage(taken).catch(() => undefined);
+  return db;
+}
+
+let imagePath: Promise<string> | undefined;
+
+/** Named by the package's own version: another PGlite may not load this one's cluster. */
+function freshClusterImagePath(): Promise<string> {
+  imagePath ??= (async () => {
+    const packageDir = dirname(dirname(fileURLToPath(import.meta.resolve('@electric-sql/pglite'))));
+    const { version } = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as { version: string };
+    return join(tmpdir(), `flostra-${process.getuid?.() ?? 'user'}`, `pglite-${version}-new-cluster.tar`);
+  })();
+  return imagePath;
+}
+
+async function readFreshClusterImage(): Promise<Blob | undefined> {
+  try {
+    const path = await freshClusterImagePath();
+    if (!(await isPrivateDirectory(dirname(path)))) return undefined;
+    return new Blob([await readFile(path)]);
+  } catch {
+    return undefined;
+  }
+}
+
+async function writeFreshClusterImage(image: Blob): Promise<void> {
+  const path = await freshClusterImagePath();
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  if (!(await isPrivateDirectory(dirname(path)))) return;
+  const staging = `${path}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  await writeFile(staging, new Uint8Array(await image.arrayBuffer()), { mode: 0o600 });
+  await rename(staging, path);
+}
+
+/** A real directory (not a link) that this user owns and no one else may write to. */
+async function isPrivateDirectory(dir: string): Promise<boolean> {
+  const stat = await lstat(dir);
+  const uid = process.getuid?.();
+  return stat.isDirectory() && (uid === undefined || stat.uid === uid) && (stat.mode & 0o022) === 0;
 }
 
 async function isMissingOrEmpty(dir: string): Promise<boolean> {
