@@ -143,14 +143,24 @@ function freshClusterImagePath(): Promise<string> {
   return imagePath;
 }
 
-async function readFreshClusterImage(): Promise<Blob | undefined> {
+/** The image's path, when there is one in a directory only this user may write to. */
+async function readableFreshClusterImage(): Promise<string | undefined> {
   try {
     const path = await freshClusterImagePath();
     if (!(await isPrivateDirectory(dirname(path)))) return undefined;
-    return new Blob([await readFile(path)]);
+    return (await lstat(path)).isFile() ? path : undefined;
   } catch {
     return undefined;
   }
+}
+
+async function readFreshClusterImage(): Promise<Blob | undefined> {
+  const path = await readableFreshClusterImage();
+  if (path === undefined) return undefined;
+  return await readFile(path).then(
+    (bytes) => new Blob([bytes]),
+    () => undefined,
+  );
 }
 
 async function writeFreshClusterImage(image: Blob): Promise<void> {
@@ -218,11 +228,22 @@ export async function createPgliteCluster(dataDir: string): Promise<void> {
   }
 }
 
-function runInitdbChild(dir: string): Promise<void> {
+async function runInitdbChild(dir: string): Promise<void> {
   const pglite = import.meta.resolve('@electric-sql/pglite');
+  // A new cluster's image, when an in-memory database of this user made one, is unpacked
+  // instead of running initdb (4-6 s against 20 s on a loaded two-core machine); an image that
+  // does not load leaves the directory to initdb.
+  const image = (await readableFreshClusterImage()) ?? '';
   const script = [
     `const { PGlite } = await import(${JSON.stringify(pglite)});`,
-    `const db = await PGlite.create(${JSON.stringify(dir)});`,
+    `const { readFile, rm } = await import('node:fs/promises');`,
+    `const dir = ${JSON.stringify(dir)};`,
+    `let db;`,
+    `if (${JSON.stringify(image)} !== '') {`,
+    `  try { db = await PGlite.create(dir, { loadDataDir: new Blob([await readFile(${JSON.stringify(image)})]) }); }`,
+    `  catch { db = undefined; await rm(dir, { recursive: true, force: true }); }`,
+    `}`,
+    `db ??= await PGlite.create(dir);`,
     `await db.close();`,
   ].join('\n');
   return new Promise((resolve, reject) => {
