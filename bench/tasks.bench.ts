@@ -3,6 +3,7 @@ import { cpus } from 'node:os';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
 import { followExecutionEnds, openBenchStack, processCpuSeconds, publishBenchWorkflow, startBenchApp } from './bench-stack.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
+import { perExecution } from './sql-traffic.js';
 
 /**
  * What a `task` step costs beside a built-in one: the 4-node diamond of bench:e2e (A→B, A→C,
@@ -42,7 +43,9 @@ const log = (message: string) => process.stderr.write(`[bench:tasks] ${message}\
 /** The SDK worker, `node dist/bench/tasks-worker.js`, ready once it polls. */
 async function startTaskWorkerProcess(apiUrl: string) {
   const script = new URL('./tasks-worker.js', import.meta.url).pathname;
-  const child = spawn(process.execPath, [script], {
+  // `node --cpu-prof …` profiles the SDK worker too.
+  const profiling = process.execArgv.filter((arg) => arg.startsWith('--cpu-prof'));
+  const child = spawn(process.execPath, [...profiling, script], {
     env: {
       PATH: process.env.PATH,
       FLOSTRA_API_URL: apiUrl,
@@ -79,6 +82,13 @@ async function main() {
   log('starting PostgreSQL and Kafka');
   const stack = await openBenchStack({ mode: 'full', database: 'bench_tasks', clientId: 'bench' });
   const { store, bus } = stack;
+  // Appends to execution streams: each is one command's decision (one round trip's transaction).
+  let appends = 0;
+  const append = store.appendToStream.bind(store);
+  store.appendToStream = (streamId, ...rest) => {
+    if (streamId.startsWith('execution-')) appends++;
+    return append(streamId, ...rest);
+  };
   const { app, url, logger } = await startBenchApp(stack, [
     { token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
     { token: TASK_TOKEN, subject: 'bench-task-worker', workspaces: { bench: 'task-worker' }, global: [] },
@@ -159,8 +169,15 @@ async function main() {
 
   async function slice(variant: Variant, concurrency: number, seconds: number) {
     const before = taskWorker.cpuSeconds();
+    const [appendsBefore, sqlBefore] = [appends, stack.sqlTraffic.total()];
     const result = await closedLoop(concurrency, seconds, once(variant));
-    return { ...result, seconds, taskWorkerCpu: taskWorker.cpuSeconds() - before };
+    return {
+      ...result,
+      seconds,
+      taskWorkerCpu: taskWorker.cpuSeconds() - before,
+      appends: appends - appendsBefore,
+      sql: perExecution(sqlBefore, stack.sqlTraffic.total(), result.executions),
+    };
   }
 
   log(`warming the stack up at 16 concurrent for ${STACK_WARMUP_SECONDS}s, each variant`);
@@ -183,6 +200,8 @@ async function main() {
       return {
         executions,
         executionsPerSec: round(executions / seconds, 1),
+        executionAppendsPerExecution: round(list.reduce((sum, s) => sum + s.appends, 0) / executions, 2),
+        sqlRoundTripsPerExecution: mean((s) => s.sql.roundTrips),
         latencyMs: { p50: mean((s) => s.latencyMs.p50), p90: mean((s) => s.latencyMs.p90), p99: mean((s) => s.latencyMs.p99) },
         cpuSecondsPerExecution: {
           flostraProcess: mean((s) => s.processCpu),

@@ -99,5 +99,59 @@ export function taskWorkflowAppendsContract({ store, otherStore }: ContractConte
       const log = await otherStore().readAll({ after: null, maxCount: 1_000, streamPrefixes: [executionStreamId(executionId)] });
       expect(log.map((e) => e.id)).toEqual(recorded.map((e) => e.id));
     });
+
+    it('a completion that claims the next task races a poll of it on another process: one claim wins', async () => {
+      const executionId = randomUUID();
+      const streams = [new ExecutionStreams(store(), systemClock, randomIds), new ExecutionStreams(otherStore(), systemClock, randomIds)];
+      const on = (command: ExecutionCommand, instance = 0) => streams[instance].handle(executionId, command);
+      const task = (nodeId: string) => taskIdOf(executionId, nodeId, 1);
+      await on({
+        type: 'StartExecution',
+        data: { executionId, workspaceId: 'contract', workflow: DIAMOND, input: {}, idempotency: null, attemptId: randomUUID() },
+        metadata: meta('contract'),
+      });
+      await on({ type: 'ClaimTask', data: { taskId: task('a'), workerId: 'poller-0' }, metadata: meta('poller-0') });
+      await on({
+        type: 'CompleteTask',
+        data: {
+          taskId: task('a'),
+          workerId: 'poller-0',
+          fencingToken: 1,
+          outcome: 'succeeded',
+          output: 'A',
+          nextAttemptId: randomUUID(),
+          jitter: 0,
+        },
+        metadata: meta('poller-0'),
+      });
+      await on({ type: 'ClaimTask', data: { taskId: task('b'), workerId: 'poller-0' }, metadata: meta('poller-0') });
+      // poller-0 ends b and asks for its next task (c) in the same append; poller-1 polls c at once on the other process.
+      const [completion, poll] = await Promise.allSettled([
+        on({
+          type: 'CompleteTask',
+          data: {
+            taskId: task('b'),
+            workerId: 'poller-0',
+            fencingToken: 2,
+            outcome: 'succeeded',
+            output: 'B',
+            nextAttemptId: randomUUID(),
+            jitter: 0,
+            claimNext: true,
+          },
+          metadata: meta('poller-0'),
+        }),
+        on({ type: 'ClaimTask', data: { taskId: task('c'), workerId: 'poller-1' }, metadata: meta('poller-1') }, 1),
+      ]);
+      expect(completion.status).toBe('fulfilled');
+      const events = (await store().readStream(executionStreamId(executionId))).map(parseExecutionEvent);
+      const claimsOfC = events.filter((e) => e.type === 'TaskClaimed' && e.data.taskId === task('c'));
+      expect(claimsOfC).toHaveLength(1);
+      const byCompletion = completion.status === 'fulfilled' && completion.value.events.some((e) => e.type === 'TaskClaimed');
+      // Exactly one of the two took c: the completion's append, or the poll (then refused to the other, or never tried).
+      expect(byCompletion).toBe(poll.status === 'rejected');
+      expect(claimsOfC[0]).toMatchObject({ data: { workerId: byCompletion ? 'poller-0' : 'poller-1', fencingToken: 3 } });
+      expect(events.filter((e) => e.type === 'TaskSucceeded')).toHaveLength(2);
+    });
   });
 }

@@ -38,6 +38,15 @@ describe('task nodes with no attempt, and complete-and-take-next', () => {
     await publish(api, 'diamond-pair', diamond('pair'));
     await publish(api, 'diamond-plain', diamond('plain'));
     await publish(api, 'diamond-bad', diamond('bad'));
+    await publish(api, 'chain-own', {
+      nodes: ['a', 'b'].map((id) => ({
+        id,
+        type: 'task',
+        config: { queue: 'own', heartbeatTimeoutMs: 5_000 },
+        retry: { maxAttempts: 2, initialIntervalMs: 0, maxIntervalMs: 0 },
+      })),
+      edges: [{ from: 'a', to: 'b' }],
+    });
   });
   afterAll(() => t?.close());
 
@@ -82,6 +91,41 @@ describe('task nodes with no attempt, and complete-and-take-next', () => {
     const history = await historyOf(api, executionId);
     expect(history.slice(0, 2).map((e) => e.type)).toEqual(['ExecutionStarted', 'TaskScheduled']);
     expect(history.filter((e) => e.type.startsWith('Attempt'))).toEqual([]);
+  });
+
+  it('takes the successor of its own execution in the completion’s append; that claim is exclusive and its lease expires as any', async () => {
+    const { executionId } = await start(api, 'chain-own');
+    const a = await poll('own', 'w-1', 5_000);
+    expect(a.body).toMatchObject({ executionId, nodeId: 'a' });
+    const done = await complete(a.body, 'w-1', { next: true });
+    expect(done.status).toBe(200);
+    const b = done.body.next!;
+    expect(b).toMatchObject({ executionId, nodeId: 'b', attempt: 1, fencingToken: a.body.fencingToken + 1 });
+
+    // One append: a's end, b's task and b's claim; the answer's position is the claim's.
+    const history = await historyOf(api, executionId);
+    const appended = history.slice(history.findIndex((e) => e.type === 'TaskSucceeded'));
+    expect(appended.map((e) => e.type)).toEqual(['TaskSucceeded', 'NodeSucceeded', 'TaskScheduled', 'TaskClaimed']);
+    expect((done.body as unknown as { position: string }).position).toBe(appended[3].position);
+
+    // Handed out once: another worker finds nothing to take.
+    expect((await poll('own', 'w-2', 0)).status).toBe(204);
+
+    // w-1 goes quiet: the lease of the claim taken with the completion runs out, the watchdog retries b, w-2 takes it.
+    t.clock.advance(6_000);
+    const retried = await eventually(
+      async () => {
+        const res = await poll('own', 'w-2', 500);
+        return res.status === 200 ? res.body : false;
+      },
+      { what: 'the retried task to be handed out' },
+    );
+    expect(retried).toMatchObject({ executionId, nodeId: 'b', attempt: 2 });
+    const late = await complete(b, 'w-1');
+    expect(late.status).toBe(409);
+    expect((late.body as unknown as { code: string }).code).toBe('lease_expired');
+    expect((await complete(retried, 'w-2', { next: true })).body).toMatchObject({ status: 'succeeded', next: null });
+    expect(await untilEnded(executionId)).toMatchObject({ status: 'succeeded', output: { b: { node: 'b' } } });
   });
 
   it('answers without `next` when it was not asked for', async () => {

@@ -18,6 +18,9 @@ export type ExecutionOutcome = CommandOutcome<ExecutionEvent, ExecutionState>;
 export type ExecutionBatchOutcome = BatchOutcome<ExecutionEvent, ExecutionState>;
 export type ExecutionCommandInput = CommandInput<ExecutionCommand, ExecutionState>;
 
+/** Told of every append this process made to an execution stream, with the events it appended (in order). */
+export type AppendListener = (executionId: string, events: readonly ExecutionEvent[], state: ExecutionState) => void;
+
 /**
  * The execution streams (`execution-<id>`): handles domain commands on one through the generic
  * command handler (read, fold, decide, append with the expected revision), and loads one. The
@@ -28,6 +31,7 @@ export type ExecutionCommandInput = CommandInput<ExecutionCommand, ExecutionStat
 @Injectable()
 export class ExecutionStreams {
   private readonly cache = new StreamStateCache<ExecutionState>(10_000);
+  private readonly listeners = new Set<AppendListener>();
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -46,7 +50,7 @@ export class ExecutionStreams {
     options: { eventIds?: (index: number) => string; newStream?: boolean } = {},
   ): Promise<ExecutionOutcome> {
     const outcome = await handleCommand({ ...this.options(executionId, options.eventIds), command, assumeNewStream: options.newStream });
-    if (outcome.appended !== null) recordExecutionFacts(this.metrics, outcome.events, outcome.state);
+    this.appended(executionId, outcome);
     return outcome;
   }
 
@@ -57,8 +61,24 @@ export class ExecutionStreams {
    */
   async handleBatch(executionId: string, commands: ExecutionCommandInput[]): Promise<ExecutionBatchOutcome> {
     const outcome = await handleCommands({ ...this.options(executionId), commands });
-    if (outcome.appended !== null) recordExecutionFacts(this.metrics, outcome.events, outcome.state);
+    this.appended(executionId, outcome);
     return outcome;
+  }
+
+  /**
+   * Listens to this process's appends to execution streams, as they are made (before the log
+   * shows them): e.g. the task board offers the tasks an append scheduled at once. A listener
+   * must not throw. Returns the function that stops listening.
+   */
+  onAppend(listener: AppendListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private appended(executionId: string, outcome: ExecutionOutcome): void {
+    if (outcome.appended === null) return;
+    recordExecutionFacts(this.metrics, outcome.events, outcome.state);
+    for (const listener of this.listeners) listener(executionId, outcome.events, outcome.state);
   }
 
   /**

@@ -168,6 +168,11 @@ export type CompleteTask = {
     nextAttemptId: string;
     /** Uniform in [0, 1): spreads the backoff of a retried task. */
     jitter: number;
+    /**
+     * Also claim for the same worker, in the same append, the oldest due task of this execution
+     * on the completed task's queue (typically a successor this completion schedules).
+     */
+    claimNext?: boolean;
   };
   metadata: CommandMetadata;
 };

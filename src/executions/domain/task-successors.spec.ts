@@ -70,7 +70,7 @@ function scheduled(
   nodeId: string,
   at: number,
   input: unknown,
-  o: { seq?: number; taskAttempt?: number; notBefore?: number } = {},
+  o: { seq?: number; taskAttempt?: number; notBefore?: number; queue?: string } = {},
 ): ExecutionEvent {
   return {
     type: 'TaskScheduled',
@@ -78,7 +78,7 @@ function scheduled(
       taskId: taskId(nodeId, o.seq),
       nodeId,
       attemptId: ATTEMPT_1,
-      queue: 'q',
+      queue: o.queue ?? 'q',
       input,
       taskAttempt: o.taskAttempt ?? 1,
       timeoutMs: null,
@@ -327,6 +327,92 @@ describe('successors decided by the control plane', () => {
         .when(fenced(cancelled, completeTask('b', 8_000, { output: 'late' })))
         .thenThrows(StaleAttemptError);
     });
+  });
+});
+
+describe('a completion that claims the next task of its execution (claimNext)', () => {
+  const afterA = play(suspendedAtA(DIAMOND), [claimTask('a', 4_000)]);
+  const andClaimNext = (command: CompleteTask): CompleteTask => ({ ...command, data: { ...command.data, claimNext: true } });
+  const claimed = (nodeId: string, at: number, fencingToken: number, seq = 1): ExecutionEvent => ({
+    type: 'TaskClaimed',
+    data: {
+      taskId: taskId(nodeId, seq),
+      workerId: POLLER,
+      fencingToken,
+      leaseExpiresAt: iso(at + 30_000),
+      timeoutAt: null,
+      claimedAt: iso(at),
+    },
+  });
+
+  it('claims the first successor it schedules, in the same append, with a fresh fencing token and lease', () => {
+    given(afterA)
+      .when(andClaimNext(fenced(afterA, completeTask('a', 5_000, { output: 1 }))))
+      .then([
+        ...succeeded('a', 5_000, 1),
+        scheduled('b', 5_000, { input: INPUT, nodes: { a: 1 } }),
+        scheduled('c', 5_000, { input: INPUT, nodes: { a: 1 } }),
+        claimed('b', 5_000, 3),
+      ]);
+  });
+
+  it('claims the oldest due task of the execution on the queue, one scheduled earlier and not yet claimed', () => {
+    const history = play(afterA, [andClaimNext(completeTask('a', 5_000, { output: 1 }))]);
+    given(history)
+      .when(andClaimNext(fenced(history, completeTask('b', 6_000, { output: 'b' }))))
+      .then([...succeeded('b', 6_000, 'b'), claimed('c', 6_000, 4)]);
+  });
+
+  it('claims nothing when no task of the execution is due: the other branch is claimed, a retry waits for its backoff', () => {
+    const bothClaimed = play(afterA, [andClaimNext(completeTask('a', 5_000, { output: 1 })), claimTask('c', 5_500)]);
+    given(bothClaimed)
+      .when(andClaimNext(fenced(bothClaimed, completeTask('b', 6_000, { output: 'b' }))))
+      .then(succeeded('b', 6_000, 'b'));
+    const error = { code: 'busy', message: 'later' };
+    given(afterA)
+      .when(andClaimNext(fenced(afterA, completeTask('a', 5_000, { error }))))
+      .then([
+        { type: 'TaskFailed', data: { taskId: taskId('a'), error, at: iso(5_000) } },
+        scheduled('a', 5_000, { input: INPUT, nodes: {} }, { seq: 2, taskAttempt: 2, notBefore: 5_500 }),
+      ]);
+  });
+
+  it('claims no task of another queue', () => {
+    const workflow = graphOf([task('a'), task('b', { config: { queue: 'other' } })], [['a', 'b']]);
+    const history = play(suspendedAtA(workflow), [claimTask('a', 4_000)]);
+    given(history)
+      .when(andClaimNext(fenced(history, completeTask('a', 5_000, { output: 1 }))))
+      .then([...succeeded('a', 5_000, 1), scheduled('b', 5_000, { input: INPUT, nodes: { a: 1 } }, { queue: 'other' })]);
+  });
+
+  it('claims nothing when the completion ends the execution', () => {
+    const atD = play(afterA, [
+      completeTask('a', 5_000, { output: 1 }),
+      ...claimedAndDone('b', 6_000, 'b'),
+      ...claimedAndDone('c', 6_000, 'c'),
+      claimTask('d', 7_000),
+    ]);
+    const events = executionDecider.decide(
+      andClaimNext(fenced(atD, completeTask('d', 8_000, { output: 'd' }))),
+      fold(executionDecider, atD),
+    );
+    expect(events.map((e) => e.type)).toEqual(['TaskSucceeded', 'NodeSucceeded', 'ExecutionSucceeded']);
+  });
+
+  it('refuses a stale completion and claims nothing; the same completion sent again is a replay that claims nothing', () => {
+    const stale = { ...andClaimNext(fenced(afterA, completeTask('a', 5_000, { output: 1 }))) };
+    given(afterA)
+      .when({ ...stale, data: { ...stale.data, fencingToken: stale.data.fencingToken - 1 } })
+      .thenThrows(StaleAttemptError);
+    const done = play(afterA, [andClaimNext(completeTask('a', 5_000, { output: 1 }))]);
+    given(done)
+      .when(andClaimNext(fenced(afterA, completeTask('a', 5_100, { output: 1 }))))
+      .then([]);
+  });
+
+  it('hands the claimed task out once: a poll of it afterwards is refused', () => {
+    const history = play(afterA, [andClaimNext(completeTask('a', 5_000, { output: 1 }))]);
+    given(history).when(claimTask('b', 5_100)).thenThrows(StaleAttemptError);
   });
 });
 

@@ -268,7 +268,11 @@ export function heartbeatTask(s: StartedExecution, command: HeartbeatTask): Exec
   ];
 }
 
-/** The poller reports the task's end: the node's result, or a retry by the node's policy. */
+/**
+ * The poller reports the task's end: the node's result, or a retry by the node's policy. With
+ * `claimNext`, the same worker also claims the next due task of this execution on the same queue
+ * (`claimNextTask`): one append ends one task and hands out the next.
+ */
 export function completeTask(s: StartedExecution, command: CompleteTask): ExecutionEvent[] {
   const { data, metadata } = command;
   const now = metadata.now;
@@ -276,6 +280,15 @@ export function completeTask(s: StartedExecution, command: CompleteTask): Execut
   // The same completion sent again (a lost reply) is a replay.
   if (task.status === data.outcome && isSameTaskClaim(task, data)) return [];
   requireLiveTaskClaim(task, data, now);
+  const ended = endTask(s, task, data, now);
+  if (data.claimNext !== true) return ended;
+  return [
+    ...ended,
+    ...claimNextTask(foldInto(s, ended), { type: 'ClaimTask', data: { taskId: '', workerId: data.workerId }, metadata }, task.queue),
+  ];
+}
+
+function endTask(s: StartedExecution, task: TaskRecord, data: CompleteTask['data'], now: Date): ExecutionEvent[] {
   const at = iso(now);
   if (data.outcome === 'succeeded') {
     const output = data.output ?? null;
@@ -287,6 +300,19 @@ export function completeTask(s: StartedExecution, command: CompleteTask): Execut
   }
   const error: ExecutionError = data.error ?? { code: 'task_failed', message: 'task failed' };
   return [{ type: 'TaskFailed', data: { taskId: task.taskId, error, at } }, ...afterTaskEnded(s, task, error, data, now)];
+}
+
+/**
+ * The claim of the oldest task of this execution on `queue` that is scheduled and due (in the
+ * order they were scheduled), exactly as a poll would claim it (fresh fencing token, lease from
+ * now); nothing when there is none, or when the execution ended or is being cancelled.
+ */
+function claimNextTask(s: StartedExecution, claim: ClaimTask, queue: string): ExecutionEvent[] {
+  if (isFinal(s) || s.cancelRequest) return [];
+  const now = claim.metadata.now.getTime();
+  const next = Object.values(s.tasks).find((t) => t.status === 'scheduled' && t.queue === queue && Date.parse(t.notBefore) <= now);
+  if (next === undefined) return [];
+  return claimTask(s, { ...claim, data: { ...claim.data, taskId: next.taskId } });
 }
 
 /** The watchdog found a claim past its lease or timeout: the task times out, and is retried or fails its node. */

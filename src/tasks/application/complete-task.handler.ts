@@ -5,7 +5,7 @@ import { ExecutionStreams, lastPosition } from '../../executions/application/exe
 import type { TaskStatus } from '../../executions/domain/execution.state.js';
 import type { TaskCompleteBody } from './request-schemas.js';
 import { TaskBoard } from './task-board.js';
-import { authorizeTaskWorker, executionOfTask, requireWithinOutputLimit, taskIn } from './task-protocol.js';
+import { type PolledTask, authorizeTaskWorker, executionOfTask, polledTask, requireWithinOutputLimit, taskIn } from './task-protocol.js';
 
 export interface CompleteTaskResult {
   taskId: string;
@@ -14,6 +14,8 @@ export interface CompleteTaskResult {
   /** Where the task was queued: where a `next` task is taken from. */
   workspaceId: string;
   queue: string;
+  /** The next task, claimed for the same worker in the completion's own append (`next` asked for it, and one was due). */
+  next?: PolledTask;
 }
 
 export class CompleteTaskCommand extends Command<CompleteTaskResult> {
@@ -29,8 +31,11 @@ export class CompleteTaskCommand extends Command<CompleteTaskResult> {
 /**
  * Records how the current claim of a task ended (fenced, like an attempt's completion): the task
  * node's result, or its next try by the node's retry policy; a suspended execution resumes. The
- * same completion sent again is a replay. Tasks the completion scheduled (its node's successors,
- * or its retry) go on this process's board at once, for the next poll here to take.
+ * same completion sent again is a replay. With `next`, when the task a poll of the queue would be
+ * handed now is one of this execution (typically a successor this very completion schedules), the
+ * same append also claims it for the worker (the decider's `claimNext`): one append instead of
+ * two. Tasks the completion scheduled and did not claim go on this process's board at once
+ * (TaskBoard listens to the append).
  */
 @CommandHandler(CompleteTaskCommand)
 export class CompleteTaskHandler implements ICommandHandler<CompleteTaskCommand> {
@@ -41,8 +46,11 @@ export class CompleteTaskHandler implements ICommandHandler<CompleteTaskCommand>
 
   async execute({ principal, taskId, body }: CompleteTaskCommand): Promise<CompleteTaskResult> {
     requireWithinOutputLimit('output', body.output);
-    const outcome = await this.executions.handle(executionOfTask(taskId), (state) => {
-      authorizeTaskWorker(principal, state);
+    const executionId = executionOfTask(taskId);
+    const outcome = await this.executions.handle(executionId, (state) => {
+      const started = authorizeTaskWorker(principal, state);
+      const queue = started.tasks[taskId]?.queue;
+      const claimNext = body.next === true && queue !== undefined && this.board.nextDueIsOf(started.workspaceId, queue, executionId);
       return {
         type: 'CompleteTask',
         data: {
@@ -54,20 +62,16 @@ export class CompleteTaskHandler implements ICommandHandler<CompleteTaskCommand>
           ...(body.error !== undefined ? { error: body.error } : {}),
           nextAttemptId: this.executions.ids.uuid(),
           jitter: Math.random(),
+          ...(claimNext ? { claimNext } : {}),
         },
         metadata: { now: this.executions.clock.now(), actor: workerActor(body.workerId) },
       };
     });
     const task = taskIn(outcome.state, taskId);
     const workspaceId = outcome.state.status === 'not_started' ? '' : outcome.state.workspaceId;
-    const executionId = executionOfTask(taskId);
-    this.board.offer(
-      outcome.events.flatMap((e) =>
-        e.type === 'TaskScheduled'
-          ? [{ taskId: e.data.taskId, executionId, workspaceId, queue: e.data.queue, notBeforeMs: Date.parse(e.data.notBefore) }]
-          : [],
-      ),
-    );
-    return { taskId, status: task.status, position: lastPosition(outcome), workspaceId, queue: task.queue };
+    const result: CompleteTaskResult = { taskId, status: task.status, position: lastPosition(outcome), workspaceId, queue: task.queue };
+    const claimed = outcome.events.find((e) => e.type === 'TaskClaimed');
+    const next = claimed === undefined ? null : polledTask(executionId, taskIn(outcome.state, claimed.data.taskId));
+    return next === null ? result : { ...result, next };
   }
 }

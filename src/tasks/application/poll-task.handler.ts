@@ -4,18 +4,9 @@ import { workerActor } from '../../core/actors.js';
 import { NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import { TaskBoard, type BoardTask, type ClaimVerdict } from './task-board.js';
-import { taskHeartbeatInterval, taskIn } from './task-protocol.js';
+import { type PolledTask, polledTask, taskIn } from './task-protocol.js';
 
-export interface PolledTask {
-  taskId: string;
-  executionId: string;
-  nodeId: string;
-  attempt: number;
-  input: unknown;
-  fencingToken: number;
-  leaseExpiresAt: string;
-  heartbeatIntervalMs: number;
-}
+export type { PolledTask };
 
 export class PollTaskCommand extends Command<PolledTask | null> {
   constructor(
@@ -55,24 +46,10 @@ export class PollTaskHandler implements ICommandHandler<PollTaskCommand> {
         data: { taskId: task.taskId, workerId },
         metadata: { now: this.executions.clock.now(), actor: workerActor(workerId) },
       });
-      const claimed = taskIn(outcome.state, task.taskId);
-      if (claimed.status !== 'claimed' || claimed.fencingToken === null || claimed.leaseExpiresAt === null) return { gone: true };
-      if (signal.aborted) {
-        // Gone while the claim was being written: its lease simply runs out and the watchdog retries it.
-        return { gone: true };
-      }
-      return {
-        claimed: {
-          taskId: claimed.taskId,
-          executionId: task.executionId,
-          nodeId: claimed.nodeId,
-          attempt: claimed.taskAttempt,
-          input: claimed.input ?? null,
-          fencingToken: claimed.fencingToken,
-          leaseExpiresAt: claimed.leaseExpiresAt,
-          heartbeatIntervalMs: taskHeartbeatInterval(claimed.heartbeatTimeoutMs),
-        },
-      };
+      const claimed = polledTask(task.executionId, taskIn(outcome.state, task.taskId));
+      // Gone while the claim was being written: its lease simply runs out and the watchdog retries it.
+      if (claimed === null || signal.aborted) return { gone: true };
+      return { claimed };
     } catch (error) {
       if (error instanceof StaleAttemptError && typeof error.details?.['notBefore'] === 'string') return { notDue: true };
       // Claimed by another poller, cancelled, ended, or its execution is gone: not this poller's.

@@ -3,6 +3,9 @@ import { ExecutionsReadModel } from '../../../projections/executions.read-model.
 import { CLOCK, type Clock } from '../../core/clock.port.js';
 import { EVENT_STORE, type EventStore, type Position, type RecordedEvent } from '../../core/event-store.port.js';
 import { LOGGER, type Logger } from '../../core/logger.js';
+import { ExecutionStreams } from '../../executions/application/execution-streams.js';
+import type { ExecutionEvent } from '../../executions/domain/execution.events.js';
+import type { ExecutionState } from '../../executions/domain/execution.state.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 
 /** A task a poller of its queue may be handed: scheduled, not claimed, not ended (as far as this process knows). */
@@ -81,8 +84,10 @@ export class TaskBoard implements BeforeApplicationShutdown, OnApplicationShutdo
     @Inject(ExecutionsReadModel) private readonly executions: ExecutionsReadModel,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) logger: Logger,
+    @Inject(ExecutionStreams) streams: ExecutionStreams,
   ) {
     this.log = logger.child({ component: 'task-board' });
+    streams.onAppend((executionId, events, state) => this.appended(executionId, events, state));
   }
 
   /** Whether the process is shutting down: polls answer at once, and their connections close. */
@@ -307,18 +312,46 @@ export class TaskBoard implements BeforeApplicationShutdown, OnApplicationShutdo
   }
 
   /**
-   * Tasks this process just scheduled (a completion's append), put on the board at once rather
-   * than when the log it follows shows them: a poller of this process takes them without that lag.
-   * Safe because the board only proposes (a claim is decided on the stream); the log's copy of
-   * each is then skipped, so a task claimed meanwhile is not proposed again.
+   * An append of this process to an execution stream (ExecutionStreams.onAppend): the tasks it
+   * scheduled (with a start, a completion, a worker's result, a retry) go on the board at once
+   * rather than when the log this process follows shows them, and the tasks it claimed or ended
+   * leave it, so a poller of this process is neither kept waiting for the log nor offered a task
+   * that is gone. Safe because the board only proposes (a claim is decided on the stream); the
+   * log's copy of a task put here first is skipped, so a task claimed meanwhile is not proposed
+   * again.
    */
-  offer(tasks: readonly BoardTask[]): void {
-    if (this.started === null || this.stop.signal.aborted) return;
-    for (const task of tasks) {
-      if (this.queueOfTask.has(task.taskId)) continue;
-      this.aheadOfLog.add(task.taskId);
-      this.add(task);
+  private appended(executionId: string, events: readonly ExecutionEvent[], state: ExecutionState): void {
+    if (this.started === null || this.stop.signal.aborted || state.status === 'not_started') return;
+    const scheduled = new Map<string, BoardTask>();
+    for (const event of events) {
+      if (event.type === 'TaskScheduled') {
+        const d = event.data;
+        if (this.queueOfTask.has(d.taskId)) continue;
+        this.aheadOfLog.add(d.taskId);
+        const task = {
+          taskId: d.taskId,
+          executionId,
+          workspaceId: state.workspaceId,
+          queue: d.queue,
+          notBeforeMs: Date.parse(d.notBefore),
+        };
+        scheduled.set(d.taskId, task);
+      } else if (TASK_ENDS.has(event.type) && 'taskId' in event.data) {
+        // Claimed or ended in the same append that scheduled it: it never goes on the board.
+        if (!scheduled.delete(event.data.taskId)) this.remove(event.data.taskId);
+      }
     }
+    for (const task of scheduled.values()) this.add(task);
+  }
+
+  /**
+   * Whether the task a poll of this queue would be handed now (the oldest due task nobody is
+   * claiming) belongs to `executionId`, or there is none: then a completion on that execution may
+   * claim its own next task in its append without passing anyone in the queue's order.
+   */
+  nextDueIsOf(workspaceId: string, queue: string, executionId: string): boolean {
+    const first = this.queues.get(queueKey(workspaceId, queue))?.firstDue(this.clock.now().getTime());
+    return first === undefined || first.task.executionId === executionId;
   }
 
   /** Pollers waiting now, over every queue (operations and tests). */

@@ -52,3 +52,30 @@ export function requireWithinOutputLimit(what: string, value: unknown): void {
 export function taskHeartbeatInterval(heartbeatTimeoutMs: number): number {
   return Math.max(100, Math.floor(heartbeatTimeoutMs / 3));
 }
+
+/** What a poller is handed: a task it claimed (by a poll, or with its previous task's completion). */
+export interface PolledTask {
+  taskId: string;
+  executionId: string;
+  nodeId: string;
+  attempt: number;
+  input: unknown;
+  fencingToken: number;
+  leaseExpiresAt: string;
+  heartbeatIntervalMs: number;
+}
+
+/** The claimed task as the poller is handed it; null when the record holds no live claim. */
+export function polledTask(executionId: string, claimed: TaskRecord): PolledTask | null {
+  if (claimed.status !== 'claimed' || claimed.fencingToken === null || claimed.leaseExpiresAt === null) return null;
+  return {
+    taskId: claimed.taskId,
+    executionId,
+    nodeId: claimed.nodeId,
+    attempt: claimed.taskAttempt,
+    input: claimed.input ?? null,
+    fencingToken: claimed.fencingToken,
+    leaseExpiresAt: claimed.leaseExpiresAt,
+    heartbeatIntervalMs: taskHeartbeatInterval(claimed.heartbeatTimeoutMs),
+  };
+}

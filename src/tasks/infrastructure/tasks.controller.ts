@@ -68,9 +68,16 @@ export class TasksController {
   ) {
     const { taskId } = parseParams(taskParamsSchema, params);
     const completion = parseBody(taskCompleteBodySchema, body);
-    const { workspaceId, queue, ...recorded } = await this.commands.execute(new CompleteTaskCommand(p, taskId, completion));
+    const {
+      workspaceId,
+      queue,
+      next: claimedWith,
+      ...recorded
+    } = await this.commands.execute(new CompleteTaskCommand(p, taskId, completion));
     if (completion.next !== true) return recorded;
-    // Complete and take the next task: a poll of the task's queue that does not wait (the completion is recorded whatever it finds).
+    // The completion's own append claimed the next task (one of its execution).
+    if (claimedWith !== undefined) return { ...recorded, next: claimedWith };
+    // Else a poll of the task's queue that does not wait (the completion is recorded whatever it finds).
     const next = await this.whileConnected(req, res, (signal) =>
       this.commands.execute(new PollTaskCommand(p, workspaceId, queue, completion.workerId, 0, signal)),
     );
