@@ -5,6 +5,7 @@ import type {
   SqlClient,
   SqlTransaction,
   Statement,
+  StatementCall,
   TransactionOptions,
 } from '../src/postgres/sql-client.port.js';
 
@@ -135,6 +136,17 @@ export function countSqlTraffic(inner: SqlClient): { client: SqlClient; traffic:
         return result;
       }, options);
     },
+    ...(inner.queryThen === undefined
+      ? {}
+      : {
+          // Two statements, one write: one round trip.
+          queryThen: <A, B>(first: StatementCall, then: StatementCall) => {
+            const count = callerCount();
+            add(count, 'statements', 2);
+            add(count, 'roundTrips');
+            return inner.queryThen!<A, B>(first, then);
+          },
+        }),
     sessionLocks: () => sessionLocks(inner.sessionLocks()),
     listen: (channel, onNotify) => inner.listen(channel, onNotify),
     notify: (channel, payload) => {

@@ -181,6 +181,43 @@ describe('node-postgres SQL client', () => {
     });
   });
 
+  describe('two statements sent together (queryThen)', () => {
+    it('commit the first before the second runs, which sees its write, on one connection', async () => {
+      const single = new PgSqlClient({ connectionString: url, max: 1 });
+      try {
+        await single.query('create table pair (n integer primary key, xid xid8 not null)');
+        const sent = single.queryThen<{ n: number }, { n: number; status: string }>(
+          { sql: 'insert into pair values ($1, pg_current_xact_id()) returning n', params: [1] },
+          // Run in the insert's own transaction, the second would see it 'in progress'.
+          { sql: 'select n, pg_xact_status(xid) as status from pair' },
+        );
+        expect(await sent.first).toEqual({ rows: [{ n: 1 }] });
+        expect(await sent.then).toEqual({ rows: [{ n: 1, status: 'committed' }] });
+        // Both went through the pool's one connection, which is free again.
+        expect((await single.query<{ n: number }>('select count(*)::int as n from pair')).rows).toEqual([{ n: 1 }]);
+      } finally {
+        await single.close();
+      }
+    });
+
+    it('answer each on its own: a failing first leaves the second to run, and the pool recovers', async () => {
+      const single = new PgSqlClient({ connectionString: url, max: 1 });
+      try {
+        await single.query('create table pair_fail (n integer primary key)');
+        await single.query('insert into pair_fail values (1)');
+        const sent = single.queryThen<unknown, { n: number }>(
+          { sql: 'insert into pair_fail values ($1)', params: [1] },
+          { sql: 'select count(*)::int as n from pair_fail' },
+        );
+        await expect(sent.first).rejects.toMatchObject({ code: '23505' });
+        expect(await sent.then).toEqual({ rows: [{ n: 1 }] });
+        expect((await single.query<{ n: number }>('select 2 as n')).rows).toEqual([{ n: 2 }]);
+      } finally {
+        await single.close();
+      }
+    });
+  });
+
   describe('when a transaction asks for an asynchronous commit', () => {
     it('runs with synchronous_commit off, commits its writes, and leaves the connection as it was', async () => {
       const setting = (tx: { query: PgSqlClient['query'] }) => tx.query<{ synchronous_commit: string }>('show synchronous_commit');

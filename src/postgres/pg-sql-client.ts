@@ -9,6 +9,7 @@ import {
   type SqlClient,
   type SqlTransaction,
   type Statement,
+  type StatementCall,
   type TransactionOptions,
 } from './sql-client.port.js';
 
@@ -46,6 +47,36 @@ export class PgSqlClient implements SqlClient {
     } catch (error) {
       throw asUnavailable(error);
     }
+  }
+
+  /**
+   * Both statements are written together on one pooled connection in pipeline mode; each is its
+   * own extended-protocol query with its own Sync, so the server commits `first` before it runs
+   * `then`, and an error in one leaves the other to run. The connection goes back to the pool
+   * once both answered (destroyed, as `pool.query` does, if either failed).
+   */
+  queryThen<A, B>(first: StatementCall, then: StatementCall): { first: Promise<{ rows: A[] }>; then: Promise<{ rows: B[] }> } {
+    const sent = this.pool.connect().then((connection) => {
+      const client = connection as PipelinedClient;
+      client.pipeline = true;
+      writeTogether(client);
+      const answers = [client.query(queryConfig(first.sql, first.params)), client.query(queryConfig(then.sql, then.params))] as const;
+      void Promise.allSettled(answers).then(([a, b]) => {
+        const failure = a.status === 'rejected' ? a.reason : b.status === 'rejected' ? b.reason : undefined;
+        client.pipeline = false;
+        client.release(failure === undefined ? undefined : failure instanceof Error ? failure : new Error(String(failure)));
+      });
+      return answers;
+    });
+    const answer = async <R>(index: 0 | 1): Promise<{ rows: R[] }> => {
+      try {
+        const result = await (await sent)[index];
+        return { rows: result.rows as R[] };
+      } catch (error) {
+        throw asUnavailable(error);
+      }
+    };
+    return { first: answer<A>(0), then: answer<B>(1) };
   }
 
   /**

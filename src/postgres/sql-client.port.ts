@@ -37,6 +37,12 @@ export function statementText(statement: Statement): string {
   return typeof statement === 'string' ? statement : statement.text;
 }
 
+/** A statement and its parameters. */
+export interface StatementCall {
+  sql: Statement;
+  params?: unknown[];
+}
+
 export interface SqlQueryable {
   /** One statement; `$1`-style parameters. Column types follow the driver (int8 may be a string). */
   query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }>;
@@ -84,6 +90,13 @@ export interface SqlClient extends SqlQueryable {
    * succeeded, rolled back when it throws or one of them failed.
    */
   transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Sends two statements on one connection in one write, each its own implicit transaction:
+   * `then` runs once `first` has committed, so it sees what `first` wrote, without a round trip
+   * of its own. Each answer settles on its own, `first`'s as soon as it arrives, and a failure of
+   * one does not fail the other. Optional: a database in this process has no round trip to save.
+   */
+  queryThen?<A, B>(first: StatementCall, then: StatementCall): { first: Promise<{ rows: A[] }>; then: Promise<{ rows: B[] }> };
   /**
    * Calls `onNotify` for every NOTIFY on `channel` until the returned function is awaited.
    * Notifications can be lost (a reconnect); after one, `onNotify('')` is called once so the

@@ -10,6 +10,7 @@ import {
   type SqlClient,
   type SqlTransaction,
   type Statement,
+  type StatementCall,
 } from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 import { eventually, sleep } from '../support/eventually.js';
@@ -20,8 +21,22 @@ class CountingSqlClient implements SqlClient {
   pageReads = 0;
   tailReads = 0;
   probes = 0;
+  /** Tail reads sent behind an append batch, in its round trip (`queryThen`). */
+  readsBehind = 0;
+  readonly queryThen?: SqlClient['queryThen'];
 
-  constructor(private readonly inner: SqlClient) {}
+  /** With `readBehind`, passes `queryThen` on, as node-postgres offers it; else the store probes. */
+  constructor(
+    private readonly inner: SqlClient,
+    readBehind = false,
+  ) {
+    if (readBehind && inner.queryThen !== undefined) {
+      this.queryThen = <A, B>(first: StatementCall, then: StatementCall) => {
+        if (then.sql === READ_TAIL_SQL) this.readsBehind += 1;
+        return inner.queryThen!<A, B>(first, then);
+      };
+    }
+  }
 
   get logReads(): number {
     return this.pageReads + this.tailReads + this.probes;
@@ -63,11 +78,14 @@ const ids = (events: RecordedEvent[]) => events.map((event) => event.id);
 describe('Postgres event store: the shared tail of the log', () => {
   let url: string;
   let sql: CountingSqlClient;
+  /** The same database through a client that sends the tail's reads behind appends. */
+  let sqlReadingBehind: CountingSqlClient;
   let raw: pg.Client;
 
   beforeAll(async () => {
     url = await createTestDatabase('event_store_tail');
     sql = new CountingSqlClient(new PgSqlClient({ connectionString: url }));
+    sqlReadingBehind = new CountingSqlClient(new PgSqlClient({ connectionString: url }), true);
     raw = new pg.Client({ connectionString: url });
     await raw.connect();
   });
@@ -75,10 +93,11 @@ describe('Postgres event store: the shared tail of the log', () => {
   afterAll(async () => {
     await raw?.end();
     await sql?.close();
+    await sqlReadingBehind?.close();
   });
 
-  async function openStore(tailCapacity: number): Promise<PostgresEventStore> {
-    return PostgresEventStore.open(sql, { ...NO_POLLING, tailCapacity });
+  async function openStore(tailCapacity: number, client: CountingSqlClient = sql): Promise<PostgresEventStore> {
+    return PostgresEventStore.open(client, { ...NO_POLLING, tailCapacity });
   }
 
   /**
@@ -107,9 +126,12 @@ describe('Postgres event store: the shared tail of the log', () => {
     expect(recorder.events).toEqual(expected);
   }
 
-  describe('when subscriptions behind and at the head run under concurrent appends that commit out of order', () => {
+  describe.each([
+    ['the watcher probes after each append', false],
+    ['the tail reads behind each append batch', true],
+  ])('when subscriptions behind and at the head run under concurrent appends that commit out of order (%s)', (_, readBehind) => {
     it('gives each of them exactly its events, once and in order', async () => {
-      const store = await openStore(64);
+      const store = await openStore(64, readBehind ? sqlReadingBehind : sql);
       try {
         for (let n = 0; n < 100; n++) {
           const events = Array.from({ length: 1 + (n % 3) }, () => newEvent('History', { n }));
@@ -232,6 +254,42 @@ describe('Postgres event store: the shared tail of the log', () => {
         expect(logReads).toBeLessThanOrEqual(appends + 5);
         const log = await store.readAll({ after: head, maxCount: 100 });
         for (const subscription of receiving) expect(subscription.events).toHaveLength(log.length);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+
+  describe('when the tail reads behind appends', () => {
+    it('serves the subscriptions at the head without a read of its own per append', async () => {
+      const store = await openStore(4_096, sqlReadingBehind);
+      try {
+        const head = await store.headPosition();
+        const subscriptions = [undefined, ['behind-'], ['other-']].map((streamPrefixes) =>
+          recordSubscription(store, { after: head, streamPrefixes }),
+        );
+        await store.appendToStream('behind-warmup', [newEvent()], { expectedRevision: 'no_stream' });
+        for (const subscription of subscriptions.slice(0, 2)) await subscription.waitFor(1);
+        await sleep(100);
+
+        const before = { logReads: sqlReadingBehind.logReads, readsBehind: sqlReadingBehind.readsBehind };
+        const appends = 20;
+        for (let n = 0; n < appends; n++) {
+          await store.appendToStream('behind-1', [newEvent('Counted', { n })], { expectedRevision: 'any' });
+          for (const subscription of subscriptions.slice(0, 2)) await subscription.waitFor(2 + n);
+        }
+        const logReads = sqlReadingBehind.logReads - before.logReads;
+        const readsBehind = sqlReadingBehind.readsBehind - before.readsBehind;
+
+        expect(readsBehind).toBe(appends);
+        // Every append was read behind it: the watcher had nothing left to read.
+        expect(logReads).toBeLessThanOrEqual(2);
+        const log = await store.readAll({ after: head, maxCount: 100 });
+        for (const subscription of subscriptions.slice(0, 2))
+          await expectExactly(store, subscription, head, subscription === subscriptions[1] ? ['behind-'] : undefined);
+        expect(log).toHaveLength(appends + 1);
+        await subscriptions[2].stop();
+        expect(subscriptions[2].events).toEqual([]);
       } finally {
         await store.close();
       }

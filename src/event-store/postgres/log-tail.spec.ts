@@ -68,6 +68,22 @@ describe('log tail', () => {
     });
   });
 
+  describe('when two refreshes read from the same end (one behind an append, one of the watcher)', () => {
+    it('adds what the further one read beyond the window once, whichever comes in first', () => {
+      for (const order of ['short first', 'long first'] as const) {
+        const tail = new LogTail(100);
+        tail.join(at(10, 1));
+        const point = tail.refreshPoint()!;
+        const short = () => tail.extend(point, log.slice(0, 2), log[1].position);
+        const long = () => tail.extend(point, log, at(20, 9));
+        if (order === 'short first') expect([short(), long()]).toEqual([true, true]);
+        else expect([long(), short()]).toEqual([true, true]);
+        expect(tail.head).toBe(at(20, 9));
+        expect(tail.take(at(10, 1), null, 10)).toEqual({ events: log, next: at(20, 9) });
+      }
+    });
+  });
+
   describe('when the last subscription leaves', () => {
     it('stops, and drops a refresh that was reading for the previous window', () => {
       const tail = new LogTail(10);
@@ -80,7 +96,7 @@ describe('log tail', () => {
       expect(tail.take(at(10, 1), null, 5)).toBeNull();
 
       tail.join(at(30, 1));
-      tail.extend(point, log, log[3].position);
+      expect(tail.extend(point, log, log[3].position)).toBe(false);
       expect(tail.head).toBe(at(30, 1));
       expect(tail.take(at(30, 1), null, 5)).toEqual({ events: [], next: at(30, 1) });
     });

@@ -89,12 +89,18 @@ export class LogTail {
   /**
    * Adds what a refresh read after `point.after`, unfiltered and in order, up to `head`: the
    * readable head of its snapshot when it read everything readable, else its last event.
+   * Refreshes may overlap (one sent with an append, one by the watcher): a refresh that started
+   * at or before the window's end read every event from there to where it reached, so what lies
+   * beyond the window is added and the rest, already held, is skipped. False when the refresh
+   * was for a window that stopped since.
    */
-  extend(point: RefreshPoint, events: RecordedEvent[], head: Position | null): void {
-    if (point.generation !== this.generation || point.after !== this.to) return;
-    this.events.push(...events);
+  extend(point: RefreshPoint, events: RecordedEvent[], head: Position | null): boolean {
+    if (point.generation !== this.generation || this.to === null || point.after > this.to) return false;
+    const end = this.to;
+    this.events.push(...(point.after === end ? events : events.filter((event) => event.position > end)));
     const last = events.length > 0 ? events[events.length - 1].position : point.after;
-    this.to = head !== null && head > last ? head : last;
+    const reached = head !== null && head > last ? head : last;
+    if (reached > end) this.to = reached;
     // Dropping the oldest only moves `first`; the array is compacted once the dropped part is as
     // long as the window. Removing them from the front at every refresh copied the whole window
     // each time: 30-40 us per refresh at the default capacity, a refresh per append.
@@ -107,6 +113,7 @@ export class LogTail {
         this.first = 0;
       }
     }
+    return true;
   }
 
   /** Index of the first event after `cursor` (binary search: the window is in position order). */

@@ -221,6 +221,52 @@ describe('log watcher', () => {
     });
   });
 
+  describe('when a read behind an append brings the tail forward', () => {
+    /** A watcher with one subscription waiting for `head`, after its own probe found nothing. */
+    async function waitingForHead() {
+      const state = { probes: 0, head: null as string | null };
+      const { watcher } = watcherOver(async () => {
+        state.probes += 1;
+        return { heldBack: false };
+      });
+      await watcher.acquire();
+      const waiting = watcher.waitUntil(() => state.head !== null, new AbortController().signal);
+      await flushEventLoop();
+      expect(state.probes).toBe(1);
+      return { watcher, waiting, state };
+    }
+
+    it('serves the waiters without a probe of its own', async () => {
+      const { watcher, waiting, state } = await waitingForHead();
+      state.head = '8-1';
+      watcher.served({ heldBack: false });
+      await waiting;
+      expect(state.probes).toBe(1);
+      watcher.release();
+    });
+
+    it('probes on when that read stopped short of the head or found events held back', async () => {
+      jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+      try {
+        const { watcher, waiting, state } = await waitingForHead();
+        watcher.served({ heldBack: false, more: true });
+        await flushEventLoop();
+        expect(state.probes).toBe(2);
+
+        watcher.served({ heldBack: true });
+        await flushEventLoop();
+        expect(state.probes).toBe(2); // the re-poll waits for its timer
+        state.head = '9-1';
+        await jest.advanceTimersByTimeAsync(5);
+        await waiting;
+        expect(state.probes).toBe(3);
+        watcher.release();
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+  });
+
   describe('when a probe stops short of the head', () => {
     it('probes again without waiting for a wake-up, until the waiters are served', async () => {
       let read = 0;

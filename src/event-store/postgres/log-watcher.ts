@@ -114,6 +114,26 @@ export class LogWatcher {
     this.wake();
   }
 
+  /**
+   * A read of the log's end made by someone else (the store sends one behind each append batch)
+   * brought what a probe would have: waiters are served as after a probe of the watcher's own,
+   * without one. A read that stopped short of the head is read on, and held-back events are
+   * re-polled, as after a probe.
+   */
+  served(probe: LogProbe): void {
+    if (this.users === 0 || this.closed) return;
+    for (const waiter of [...this.waiters]) {
+      if (waiter.ready()) waiter.resolve();
+    }
+    if (probe.more === true) {
+      this.behind = true;
+      this.wake();
+      return;
+    }
+    // A probe running now resets the re-poll's backoff by its own finding; this one only adds.
+    if (probe.heldBack) this.scheduleQuickRepoll(true);
+  }
+
   /** Resolves once `ready()` holds (checked now and after each probe), or when `signal` aborts. */
   waitUntil(ready: () => boolean, signal: AbortSignal): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the event store is closed'));

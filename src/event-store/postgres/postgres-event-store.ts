@@ -12,7 +12,7 @@ import type {
   SubscribeOptions,
 } from '../../core/event-store.port.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
-import { AppendBatcher, isDuplicateEventId } from './append-batcher.js';
+import { AppendBatcher, isDuplicateEventId, type ReadBehind } from './append-batcher.js';
 import {
   DELETE_STREAM_SQL,
   PROBE_SQL,
@@ -37,7 +37,7 @@ import {
   validateStreamPrefixes,
 } from './event-store.validation.js';
 import { subscribeToLog, type LogPage } from './log-subscription.js';
-import { LogTail } from './log-tail.js';
+import { LogTail, type RefreshPoint } from './log-tail.js';
 import { LogWatcher, type LogProbe } from './log-watcher.js';
 import { WakeNotifier } from '../../postgres/wake-notifier.js';
 import { LOG_START, decodePosition, encodePosition, isPosition } from './position.codec.js';
@@ -83,6 +83,8 @@ const TAIL_PAGE_SIZE = 1_000;
 
 const START = encodePosition(LOG_START);
 
+type TailRow = EventRow & HeadRow & { held_back: boolean };
+
 /**
  * EventStore over Postgres (node-postgres or PGlite, same SQL). Appends are one autocommit
  * call of `event_store.append`, or under load several in one of `event_store.append_many`
@@ -115,7 +117,13 @@ export class PostgresEventStore implements EventStore {
     private readonly options: PostgresEventStoreOptions = {},
   ) {
     this.defaultBatchSize = options.defaultBatchSize ?? 500;
-    this.appends = new AppendBatcher(client, { maxInFlight: options.appendBatchesInFlight ?? 1, maxBatch: APPEND_BATCH_LIMIT });
+    this.appends = new AppendBatcher(client, {
+      maxInFlight: options.appendBatchesInFlight ?? 1,
+      maxBatch: APPEND_BATCH_LIMIT,
+      // A server's tail reads each batch behind it, in its round trip. In process (PGlite) there
+      // is no round trip to save, and the tail reads in batches (see `alwaysSettle`).
+      readBehind: client.inProcess === true ? undefined : () => this.tailReadBehindAppend(),
+    });
     this.streamReadBatches = new StreamReadBatcher(client, {
       maxInFlight: options.streamReadsInFlight ?? 2,
       maxBatch: STREAM_READ_BATCH_LIMIT,
@@ -154,8 +162,9 @@ export class PostgresEventStore implements EventStore {
     const [kind, revision] = expectedRevisionParams(options.expectedRevision);
     const payload = JSON.stringify(events.map(({ id, type, data, metadata }) => ({ id, type, data, metadata })));
     let row: AppendRow;
+    let readBehind: boolean;
     try {
-      row = await this.appends.append({ streamId, kind, revision, events: payload });
+      ({ row, readBehind } = await this.appends.append({ streamId, kind, revision, events: payload }));
     } catch (error) {
       if (isDuplicateEventId(error)) {
         // The fact exists already (a retried deterministic id): a conflict, like a lost race.
@@ -166,7 +175,8 @@ export class PostgresEventStore implements EventStore {
     if (row.conflict) {
       throw new WrongExpectedRevisionError(streamId, String(options.expectedRevision), revisionName(Number(row.actual_revision)));
     }
-    this.watcher.wake();
+    // A read of the tail behind the batch serves the subscriptions; else they probe.
+    if (!readBehind) this.watcher.wake();
     this.notifier.request();
     return {
       nextRevision: Number(row.next_revision),
@@ -265,17 +275,37 @@ export class PostgresEventStore implements EventStore {
   private async refreshTail(): Promise<LogProbe> {
     const point = this.tail.refreshPoint();
     if (point === null) return { heldBack: false };
+    const { rows } = await this.client.query<TailRow>(READ_TAIL_SQL, this.tailReadParams(point));
+    return this.extendTail(point, rows) ?? { heldBack: false };
+  }
+
+  /** The tail's refresh sent behind an append batch: the watcher need not probe for that batch. */
+  private tailReadBehindAppend(): ReadBehind | null {
+    const point = this.tail.refreshPoint();
+    if (point === null) return null;
+    return {
+      call: { sql: READ_TAIL_SQL, params: this.tailReadParams(point) },
+      settle: (outcome) => {
+        const probe = 'rows' in outcome ? this.extendTail(point, outcome.rows as TailRow[]) : null;
+        // A failed read, or one for a window that stopped meanwhile: the watcher reads itself.
+        if (probe === null) this.watcher.wake();
+        else this.watcher.served(probe);
+      },
+    };
+  }
+
+  private tailReadParams(point: RefreshPoint): unknown[] {
     const after = decodePosition(point.after);
-    const { rows } = await this.client.query<EventRow & HeadRow & { held_back: boolean }>(READ_TAIL_SQL, [
-      after.transactionId.toString(),
-      after.seq.toString(),
-      this.tailPageSize,
-    ]);
+    return [after.transactionId.toString(), after.seq.toString(), this.tailPageSize];
+  }
+
+  /** Adds a tail read's events to the window; null when it was for a window that stopped since. */
+  private extendTail(point: RefreshPoint, rows: TailRow[]): LogProbe | null {
     const eventRows = rows.filter((row) => row.event_id !== null);
     const events = eventRows.map(toRecordedEvent);
     const more = events.length === this.tailPageSize;
     // A full page ends at its last event: the head lies further on, beyond events not read yet.
-    this.tail.extend(point, events, more ? null : headPosition(rows[0]));
+    if (!this.tail.extend(point, events, more ? null : headPosition(rows[0]))) return null;
     return { heldBack: rows[0]?.held_back === true, more, appends: new Set(eventRows.map((row) => row.transaction_id)).size };
   }
 
