@@ -166,8 +166,11 @@ async function main(): Promise<void> {
     for await (const batch of stack.store.subscribeToAll({ after: head, streamPrefixes: ['execution-'], signal: abort.signal })) {
       for (const event of batch) {
         if (event.type === 'TimerFired' && firedAt.push(Date.parse(event.recordedAt)) === TIMERS) {
-          log(`all fired, the last ${Math.max(...firedAt) - dueRealMs} ms after due; waiting for the executions to end`);
           firedCpu.usage = process.cpuUsage(cpuAtDue);
+          const cpuMs = Math.round((firedCpu.usage.user + firedCpu.usage.system) / 1_000);
+          log(
+            `all fired, the last ${Math.max(...firedAt) - dueRealMs} ms after due (${cpuMs} ms of CPU); waiting for the executions to end`,
+          );
           allFired();
         }
         if (EXECUTION_ENDS.has(event.type)) {
