@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { TokenEntry } from '../src/auth/tokens-file.schema.js';
@@ -12,6 +14,7 @@ import type { ExecutionCommand } from '../src/executions/domain/execution.comman
 import type { WorkflowSnapshot } from '../src/executions/domain/execution.events.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
 import { EXECUTION_ENDS, openBenchStack, startBenchApp } from './bench-stack.js';
+import { type CpuProfile, summarizeCpuProfile } from './peers-profile.js';
 
 /**
  * 10,000 durable timers due in the same second on the embedded default (PGlite and the
@@ -23,9 +26,12 @@ import { EXECUTION_ENDS, openBenchStack, startBenchApp } from './bench-stack.js'
  * and, settled again, has its clock set one second before that instant. Two figures, each from the instant to the store time of the last
  * such event: every timer fired (its `TimerFired` appended), and every execution went on (the
  * resumed attempt dispatched, run by the worker, the execution `ExecutionSucceeded`).
- * Prints one JSON document on stdout; progress on stderr.
+ * Prints one JSON document on stdout; progress on stderr. With BENCH_PROFILE=<file>, a V8 CPU
+ * profile of the process from the due instant until the last firing goes to that file, and the
+ * report adds its summary and the database calls of that span by caller.
  */
 const TIMERS = Number(process.env.BENCH_TIMERS ?? 10_000);
+const PROFILE = process.env.BENCH_PROFILE;
 const SEED_CONCURRENCY = 16;
 const AIM_MS = 5_000;
 const TOKEN = 'bench-token';
@@ -147,6 +153,10 @@ async function main(): Promise<void> {
   const abort = new AbortController();
   const head = await stack.store.headPosition();
   const firedAt: number[] = [];
+  let allFired: () => void = () => undefined;
+  let cpuAtDue = process.cpuUsage();
+  const firedCpu: { usage: NodeJS.CpuUsage | null } = { usage: null };
+  const allFiredSeen = new Promise<void>((resolve) => (allFired = resolve));
   let dueRealMs = Number.NaN; // the due instant on the real clock, once the app's clock moved
   const endedAt: number[] = [];
   const ends: Record<string, number> = {};
@@ -156,7 +166,12 @@ async function main(): Promise<void> {
     for await (const batch of stack.store.subscribeToAll({ after: head, streamPrefixes: ['execution-'], signal: abort.signal })) {
       for (const event of batch) {
         if (event.type === 'TimerFired' && firedAt.push(Date.parse(event.recordedAt)) === TIMERS) {
-          log(`all fired, the last ${Math.max(...firedAt) - dueRealMs} ms after due; waiting for the executions to end`);
+          firedCpu.usage = process.cpuUsage(cpuAtDue);
+          const cpuMs = Math.round((firedCpu.usage.user + firedCpu.usage.system) / 1_000);
+          log(
+            `all fired, the last ${Math.max(...firedAt) - dueRealMs} ms after due (${cpuMs} ms of CPU); waiting for the executions to end`,
+          );
+          allFired();
         }
         if (EXECUTION_ENDS.has(event.type)) {
           endedAt.push(Date.parse(event.recordedAt));
@@ -169,10 +184,29 @@ async function main(): Promise<void> {
     if (!abort.signal.aborted) log(`subscription failed: ${String(error)}`);
   });
 
+  const checkpointsAtDue = await lagOfCheckpoints(stack, head);
+  log(`checkpoints at the due instant: ${JSON.stringify(checkpointsAtDue)}`);
+  let profiler: Session | undefined;
+  if (PROFILE !== undefined) {
+    profiler = new Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+    stack.sqlTraffic.startByCaller();
+  }
+  const profiled = allFiredSeen.then(async () => {
+    if (profiler === undefined || PROFILE === undefined) return undefined;
+    const { profile } = await profiler.post('Profiler.stop');
+    const calls = [...stack.sqlTraffic.stopByCaller().entries()].sort((a, b) => b[1].statements - a[1].statements).slice(0, 25);
+    profiler.disconnect();
+    writeFileSync(PROFILE, JSON.stringify(profile));
+    return { cpu: summarizeCpuProfile(profile as CpuProfile, TIMERS), sqlByCaller: Object.fromEntries(calls) };
+  });
   // One second before they are all due: from then on the role finds them the way it would live.
   clock.offsetMs = dueAt.getTime() - 1_000 - Date.now();
   dueRealMs = dueAt.getTime() - clock.offsetMs;
   const loadAtDue = loadavg();
+  cpuAtDue = process.cpuUsage();
   const timeout = setTimeout(() => {
     log('not every execution ended within 600 s');
     allEnded();
@@ -191,6 +225,10 @@ async function main(): Promise<void> {
      from event_store.events where type = 'TimerFired'`,
   );
   const fired = Number(rows[0].n);
+  // Why an attempt timed out, if one did (lease, queue or execution deadline).
+  const timedOut = await stack.sql.query<{ reason: string; n: string | number }>(
+    `select data->>'reason' as reason, count(*) as n from event_store.events where type = 'AttemptTimedOut' group by 1`,
+  );
   const firedWithinMs = Math.max(...firedAt) - dueRealMs;
   const wentOnWithinMs = Math.max(...endedAt) - dueRealMs;
   const result = {
@@ -201,8 +239,12 @@ async function main(): Promise<void> {
     firedOnce: fired === TIMERS && Number(rows[0].timers) === TIMERS,
     allFiredWithinMs: Math.round(firedWithinMs),
     firingsPerSecond: Math.round(fired / (firedWithinMs / 1_000)),
+    // The process's own CPU time over the same span: on a shared host, less noisy than the wall clock.
+    firedCpuMs: firedCpu.usage === null ? null : Math.round((firedCpu.usage.user + firedCpu.usage.system) / 1_000),
     maxLateByMs: rows[0].late === null ? null : Number(rows[0].late),
+    checkpointsAtDue,
     ends,
+    attemptsTimedOut: Object.fromEntries(timedOut.rows.map((row) => [row.reason, Number(row.n)])),
     allWentOnWithinMs: Math.round(wentOnWithinMs),
     rowsLeft: await count(),
     aimMs: AIM_MS,
@@ -211,9 +253,16 @@ async function main(): Promise<void> {
     tableFilledMs: Math.round(trackMs),
     machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(totalmem() / 2 ** 30), loadavg: loadAtDue },
     node: process.version,
+    profile: await profiled,
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   await stack.close();
+}
+
+/** How far each checkpointed subscription was behind the log's head (events of the log in between). */
+async function lagOfCheckpoints(stack: Awaited<ReturnType<typeof openBenchStack>>, head: string | null): Promise<Record<string, string>> {
+  const { rows } = await stack.sql.query<{ name: string; position: string }>('select name, position from subscription_checkpoints');
+  return Object.fromEntries(rows.map((row) => [row.name, row.position === head ? 'at head' : `${row.position} (head ${head})`]));
 }
 
 main().catch((error: unknown) => {

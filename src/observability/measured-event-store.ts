@@ -23,6 +23,8 @@ export function measureAppends(store: EventStore, metrics: Pick<Metrics, 'eventS
       }
     },
     readStream: (streamId, options) => store.readStream(streamId, options),
+    // Optional in the port: kept only where the store has it, so callers still see whether it can.
+    ...(store.readStreams === undefined ? {} : { readStreams: (streamIds: readonly string[]) => store.readStreams!(streamIds) }),
     readAll: (options) => store.readAll(options),
     subscribeToAll: (options) => store.subscribeToAll(options),
     headPosition: () => store.headPosition(),
