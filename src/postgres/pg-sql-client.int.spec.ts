@@ -218,6 +218,45 @@ describe('node-postgres SQL client', () => {
     });
   });
 
+  describe('when Postgres ends a connection that is checked out', () => {
+    // The pool listens for errors only on idle connections; a checked-out one that dies must not
+    // take the process down with an unhandled 'error' event (jest fails the suite if it does).
+    it.each([
+      ['a transaction', (doomed: PgSqlClient) => doomed.transaction((tx) => tx.query('select pg_sleep(30)'))],
+      [
+        'two statements sent together',
+        (doomed: PgSqlClient) => {
+          const sent = doomed.queryThen({ sql: 'select pg_sleep(30)' }, { sql: 'select 1' });
+          return Promise.all([sent.first, sent.then]);
+        },
+      ],
+    ])('rejects %s as unavailable, and the pool serves the next caller', async (_what, run) => {
+      const name = `flostra-spec-doomed-${Math.random().toString(36).slice(2, 8)}`;
+      const doomed = new PgSqlClient({ connectionString: url, max: 1, application_name: name });
+      const killer = new pg.Client({ connectionString: url });
+      await killer.connect();
+      try {
+        const outcome = run(doomed).then(
+          () => 'resolved',
+          (error: unknown) => error,
+        );
+        const terminate = async () =>
+          (
+            await killer.query<{ killed: boolean }>(
+              `select pg_terminate_backend(pid) as killed from pg_stat_activity where application_name = $1 and query like '%pg_sleep%'`,
+              [name],
+            )
+          ).rows.length > 0;
+        await eventually(terminate, { what: 'the sleeping backend to be terminated', timeoutMs: 10_000 });
+        expect(await outcome).toMatchObject({ code: 'unavailable' });
+        expect((await doomed.query<{ n: number }>('select 1 as n')).rows).toEqual([{ n: 1 }]);
+      } finally {
+        await killer.end();
+        await doomed.close();
+      }
+    });
+  });
+
   describe('when a transaction asks for an asynchronous commit', () => {
     it('runs with synchronous_commit off, commits its writes, and leaves the connection as it was', async () => {
       const setting = (tx: { query: PgSqlClient['query'] }) => tx.query<{ synchronous_commit: string }>('show synchronous_commit');

@@ -35,6 +35,25 @@ export class PgSqlClient implements SqlClient {
     this.signals = new PgSignalConnection(config, onError);
   }
 
+  /**
+   * A pooled connection for the caller alone. The pool listens for errors only on idle
+   * connections: one that dies while checked out (Postgres restarted under a transaction) emits
+   * an 'error' event that, with no listener, ends the process. Its queries are rejected anyway,
+   * and release(error) destroys it, so the listener here only keeps the process alive; it is
+   * removed once the connection goes back to the pool.
+   */
+  private async checkout(): Promise<PipelinedClient> {
+    const client = (await this.pool.connect()) as PipelinedClient;
+    const ignore = () => undefined;
+    client.on('error', ignore);
+    const release = client.release.bind(client);
+    client.release = (error?: Error | boolean) => {
+      client.removeListener('error', ignore);
+      release(error);
+    };
+    return client;
+  }
+
   sessionLocks(): SessionLocks {
     return new AdvisoryLocks(this.pool);
   }
@@ -56,8 +75,7 @@ export class PgSqlClient implements SqlClient {
    * once both answered (destroyed, as `pool.query` does, if either failed).
    */
   queryThen<A, B>(first: StatementCall, then: StatementCall): { first: Promise<{ rows: A[] }>; then: Promise<{ rows: B[] }> } {
-    const sent = this.pool.connect().then((connection) => {
-      const client = connection as PipelinedClient;
+    const sent = this.checkout().then((client) => {
       client.pipeline = true;
       writeTogether(client);
       const answers = [client.query(queryConfig(first.sql, first.params)), client.query(queryConfig(then.sql, then.params))] as const;
@@ -94,7 +112,7 @@ export class PgSqlClient implements SqlClient {
   }
 
   private async pipelinedTransaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
-    const client = (await this.pool.connect()) as PipelinedClient;
+    const client = await this.checkout();
     client.pipeline = true;
     // Every statement sent, as a promise that never rejects; answers come in the order sent, so
     // the first failure recorded is the cause and any later one only "transaction aborted".

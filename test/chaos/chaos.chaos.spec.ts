@@ -89,7 +89,7 @@ describe('chaos: roles, Postgres and Kafka fail one after another under load', (
     const env: Record<string, string> = {
       FLOSTRA_ROLES: role,
       KAFKA_BROKERS: broker.brokers.join(','),
-      LOG_LEVEL: 'error',
+      LOG_LEVEL: 'warn',
       HOST: '127.0.0.1',
       FLOSTRA_DATA_DIR: join(dir, role),
     };
@@ -175,7 +175,16 @@ describe('chaos: roles, Postgres and Kafka fail one after another under load', (
     const recoverySeconds: Record<string, number> = {};
     const recovered = async (what: string) => {
       const target = outcomes.length + CONCURRENCY;
-      await eventually(() => outcomes.length >= target, { what: `${CONCURRENCY} executions to finish after ${what}`, timeoutMs: 120_000 });
+      try {
+        await eventually(() => outcomes.length >= target, {
+          what: `${CONCURRENCY} executions to finish after ${what}`,
+          timeoutMs: 120_000,
+        });
+      } catch (error) {
+        // What each process said last: the failure's cause is usually in one of them.
+        const tails = [...processes].map(([role, child]) => `--- ${role} (last 4,000 characters)\n${child.output().slice(-4_000)}`);
+        throw new Error(`${(error as Error).message}\n${tails.join('\n')}`, { cause: error });
+      }
     };
     const inject = async (fault: string, act: () => Promise<void>) => {
       const since = Date.now();
