@@ -133,7 +133,7 @@ describe('task queues under faults (Postgres and Kafka)', () => {
         {
           id: 'slow',
           type: 'task',
-          config: { queue: 'late', heartbeatTimeoutMs: 1_000 },
+          config: { queue: 'late', heartbeatTimeoutMs: 30_000 },
           retry: { maxAttempts: 2, initialIntervalMs: 0, maxIntervalMs: 0 },
         },
       ],
@@ -141,7 +141,10 @@ describe('task queues under faults (Postgres and Kafka)', () => {
     const executionId = await startExecution('late');
     const first = await poll('late', 'poller-a', 10_000);
     expect(first.status).toBe(200);
-    // poller-a goes quiet; its lease runs out, the watchdog retries the task, poller-b takes it.
+    // poller-a goes quiet; its lease runs out (the clock moved past it: poller-b's own lease of
+    // 30 s then stays live however slowly the checks below run), the watchdog retries the task,
+    // poller-b takes it.
+    t.clock.advance(31_000);
     const second = await eventually(
       async () => {
         const res = await poll('late', 'poller-b', 1_000);
