@@ -7,10 +7,9 @@ import { PostgresEventStore } from '../../src/event-store/postgres/postgres-even
 import { executionStreamId } from '../../src/executions/domain/execution-event.parser.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { EffectSink } from '../chaos/effect-sink.js';
-import { APP_READY, assertBuilt, spawnAppProcess, WORKER_READY, type AppProcess } from '../support/app-process.js';
+import { APP_READY, assertBuilt, spawnAppProcess, WORKER_READY, writeTestTokensFile, type AppProcess } from '../support/app-process.js';
 import { eventually, sleep } from '../support/eventually.js';
 import { HoldingSink } from '../support/holding-sink.js';
-import { writeTestTokensFile } from '../support/flostra-process.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
 import { createTestDatabase, freePort } from '../support/postgres-server.js';

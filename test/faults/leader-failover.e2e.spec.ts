@@ -6,7 +6,7 @@ import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { SqlLeases } from '../../src/postgres/sql-leases.js';
 import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
-import { type FlostraProcess, spawnFlostra, writeTestTokensFile } from '../support/flostra-process.js';
+import { type AppProcess, spawnFlostra, writeTestTokensFile } from '../support/app-process.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { testKafkaBrokers } from '../support/kafka-broker.js';
 import { createTestDatabase } from '../support/postgres-server.js';
@@ -15,14 +15,14 @@ import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 /** Failover and shutdown of whole processes on real Postgres and Kafka. */
 describe('single-writer roles in several processes (real Kafka, real Postgres)', () => {
   const barrier = new BarrierServer();
-  const processes: FlostraProcess[] = [];
+  const processes: AppProcess[] = [];
   const closers: (() => Promise<void>)[] = [];
   let api: ApiClient;
 
   beforeAll(() => barrier.start());
   afterAll(() => barrier.stop());
   afterEach(async () => {
-    for (const p of processes.splice(0)) p.signal('SIGKILL');
+    await Promise.all(processes.splice(0).map((p) => p.signal('SIGKILL')));
     for (const close of closers.splice(0).reverse()) await close();
   });
 
@@ -99,7 +99,7 @@ describe('single-writer roles in several processes (real Kafka, real Postgres)',
     const graph = { nodes: [{ id: 'call', type: 'http', config: { method: 'GET', url: `${barrier.url}/echo/failover` } }], edges: [] };
     const before = await start('failover', graph, 10);
     const killedAt = Date.now();
-    active.signal('SIGKILL');
+    await active.signal('SIGKILL');
     const during = await start('failover', graph, 10);
     await eventually(
       async () => {
@@ -153,7 +153,7 @@ describe('single-writer roles in several processes (real Kafka, real Postgres)',
       4,
     );
     await eventually(() => barrier.heldCount('shutdown') > 0, { what: 'an attempt to be running', timeoutMs: 60_000 });
-    first.signal('SIGTERM');
+    await first.signal('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(first.output()).toContain('handing running attempts back');
     expect(await holders(leases)).toEqual({});

@@ -3,7 +3,7 @@ import { LeaseLostError } from '../../src/core/lease.port.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { SqlLeases } from '../../src/postgres/sql-leases.js';
 import { eventually } from '../support/eventually.js';
-import { type FlostraProcess, spawnFlostra, writeTestTokensFile } from '../support/flostra-process.js';
+import { type AppProcess, spawnFlostra, writeTestTokensFile } from '../support/app-process.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 
 /** Leases on a real Postgres: fencing in this process, failover between real processes. */
@@ -11,17 +11,17 @@ describe('leases on Postgres', () => {
   let url: string;
   let sql: PgSqlClient;
   let leases: SqlLeases;
-  const processes: FlostraProcess[] = [];
+  const processes: AppProcess[] = [];
 
   beforeAll(async () => {
     url = await createTestDatabase('leases');
     sql = new PgSqlClient({ connectionString: url, max: 4 });
     leases = await SqlLeases.open(sql);
   });
-  afterEach(() => {
+  afterEach(async () => {
     for (const p of processes.splice(0)) {
-      p.signal('SIGCONT');
-      p.signal('SIGKILL');
+      await p.signal('SIGCONT');
+      await p.signal('SIGKILL');
     }
   });
   afterAll(() => sql.close());
@@ -85,13 +85,13 @@ describe('leases on Postgres', () => {
     await b.waitFor('Flostra is listening on', 60_000);
 
     const pausedAt = Date.now();
-    a.signal('SIGSTOP');
+    await a.signal('SIGSTOP');
     await b.waitFor('lease watchdog acquired epoch 2', 20_000);
     const takeoverMs = Date.now() - pausedAt;
     await b.waitFor('lease dispatcher acquired epoch 2', 20_000);
     process.stdout.write(`lease takeover after SIGSTOP of the holder: ${takeoverMs} ms (TTL 3000 ms, poll 500 ms)\n`);
 
-    a.signal('SIGCONT');
+    await a.signal('SIGCONT');
     await a.waitFor('lease watchdog lost epoch 1; stepped down');
     await a.waitFor('lease dispatcher lost epoch 1; stepped down');
     expect(a.output()).not.toMatch(/LeaseLostError.*failed|subscription failed/);
