@@ -56,7 +56,7 @@ describe.each(STORE_KINDS)('the dispatcher on %s', (kind) => {
   async function startDispatcher(options: DispatcherOptions = {}, bus: Bus = f.bus) {
     const dispatcher = await createDispatcher(
       { store: f.store, bus, sql: f.sql, clock: f.clock, logger: f.logger },
-      { name, scheduleTickMs: 20, ...options },
+      { name, idleMs: 20, ...options },
     );
     running.push(dispatcher);
     await dispatcher.start();
@@ -165,6 +165,22 @@ describe.each(STORE_KINDS)('the dispatcher on %s', (kind) => {
     await eventually(() => expect(sentFor(dispatched, [execution]).map((m) => m.attemptId)).toEqual([attemptId, retryId]));
     expect(sentFor(dispatched, [execution])[1]).toMatchObject({ attemptNumber: 2, executionId, messageId: uuidV5(`${retryId}:dispatch`) });
     await eventually(async () => expect(await schedule.count()).toBe(0));
+    await dispatched.stop();
+  });
+
+  it('sends a held-back retry when it falls due, not at its next idle look', async () => {
+    const dispatched = await recordTopic(f.bus, TOPICS.dispatch);
+    // Its loop looks on its own only every ten minutes: the retry it holds back must wake it.
+    await startDispatcher({ idleMs: 600_000 });
+    const retry = { maxAttempts: 2, initialIntervalMs: 300, backoffCoefficient: 2, maxIntervalMs: 300, nonRetryable: [] };
+    const execution = await f.startExecution(aWorkflow({ retry }));
+    const fence = await f.claim(execution.executionId, execution.attemptId);
+    await f.executions.handle(execution.executionId, {
+      type: 'CompleteAttempt',
+      data: { ...fence, outcome: 'failed', error: { code: 'boom', message: 'failed' }, nextAttemptId: f.ids.uuid(), jitter: 0 },
+      metadata: { now: f.clock.now(), actor: fence.workerId },
+    });
+    await eventually(() => expect(sentFor(dispatched, [execution]).map((m) => m.attemptNumber)).toEqual([1, 2]), { timeoutMs: 20_000 });
     await dispatched.stop();
   });
 });

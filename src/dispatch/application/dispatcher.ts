@@ -1,18 +1,14 @@
 import { type Bus, type OutgoingMessage, TOPICS } from '../../core/bus.port.js';
-import { runTicker } from '../../core/ticker.js';
+import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
+import { realLeaseTime } from '../../core/leadership.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { Logger } from '../../core/logger.js';
 import { NO_METRICS, type Metrics } from '../../core/metrics.port.js';
 import { contextFrom, failSpan, type Span, SpanKind, startSpan, traceHeadersOfSpan } from '../../observability/tracing.js';
 import { parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
 import type { ExecutionEventOf } from '../../executions/domain/execution.events.js';
-import {
-  type CheckpointStore,
-  CheckpointThrottle,
-  type RunningSubscription,
-  startCheckpointedSubscription,
-} from '../../postgres/checkpoint-store.js';
+import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
 import { type DispatchMessage, dispatchMessageId, toOutgoing } from '../dispatch-message.js';
 import type { DispatchSchedule } from '../infrastructure/dispatch-schedule.js';
@@ -40,8 +36,11 @@ export interface DispatcherOptions {
   /** Checkpoint name; two dispatchers with one name share their progress. */
   name?: string;
   batchSize?: number;
-  /** How often held-back dispatches are checked for being due. */
-  scheduleTickMs?: number;
+  /**
+   * Longest sleep between looks at the held-back dispatches when none falls due sooner: the
+   * dispatcher wakes at the earliest one's time, and when it holds back one due sooner.
+   */
+  idleMs?: number;
   scheduleBatchSize?: number;
   /** Partitions of the dispatch topic when the dispatcher has to create it. */
   partitions?: number;
@@ -52,23 +51,42 @@ const EXECUTION_PREFIX = 'execution-';
 /**
  * Turns every `AttemptScheduled` of the global log into one dispatch message (docs/architecture.md,
  * "dispatcher"). At-least-once: a restart re-reads from the checkpoint and may publish some
- * messages again; workers dedupe by claim.
+ * messages again; workers dedupe by claim. Dispatches whose `notBefore` lies ahead (a retry's
+ * backoff) are held back in a table and published by the runner's loop when due.
  */
 export class Dispatcher {
   private readonly options: Required<DispatcherOptions>;
-  private subscription: RunningSubscription | null = null;
-  private timer: { abort: AbortController; done: Promise<void> } | null = null;
   private readonly throttle = new CheckpointThrottle();
+  /** Follows the log (the feed) and publishes held-back dispatches when due (the loop). */
+  private readonly runner: CatchUpRunner;
 
   constructor(
     private readonly deps: DispatcherDeps,
     options: DispatcherOptions = {},
   ) {
-    this.options = { name: 'dispatcher', batchSize: 500, scheduleTickMs: 250, scheduleBatchSize: 500, partitions: 12, ...options };
+    this.options = { name: 'dispatcher', batchSize: 500, idleMs: 1_000, scheduleBatchSize: 500, partitions: 12, ...options };
+    this.runner = new CatchUpRunner({
+      feed: {
+        name: this.options.name,
+        store: deps.store,
+        checkpoints: deps.checkpoints,
+        streamPrefixes: [EXECUTION_PREFIX],
+        batchSize: this.options.batchSize,
+        handle: (batch) => this.dispatchBatch(batch),
+        throttle: this.throttle,
+      },
+      loop: {
+        round: () => this.round(),
+        onError: (error, failures) => deps.logger.warn('publishing held-back dispatches failed; retrying', { err: error, failures }),
+      },
+      logger: deps.logger,
+      // notBefore is the clock's time, as the due check is.
+      time: { now: () => deps.clock.now().getTime(), sleep: realLeaseTime.sleep },
+    });
   }
 
   async start(): Promise<void> {
-    if (this.subscription) return;
+    if (this.runner.started) return;
     await this.deps.bus.ensureTopics([{ topic: TOPICS.dispatch, partitions: this.options.partitions }]);
     const resend = (await this.deps.unclaimed?.all()) ?? [];
     if (resend.length > 0) {
@@ -78,25 +96,11 @@ export class Dispatcher {
       );
       this.deps.logger.info('sent unclaimed dispatches again after a restart', { count: resend.length });
     }
-    this.subscription = startCheckpointedSubscription({
-      name: this.options.name,
-      store: this.deps.store,
-      checkpoints: this.deps.checkpoints,
-      streamPrefixes: [EXECUTION_PREFIX],
-      batchSize: this.options.batchSize,
-      handle: (batch) => this.dispatchBatch(batch),
-      logger: this.deps.logger,
-    });
-    const abort = new AbortController();
-    this.timer = { abort, done: this.runScheduleTimer(abort.signal) };
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
-    const { subscription, timer } = this;
-    this.subscription = null;
-    this.timer = null;
-    timer?.abort.abort();
-    await Promise.all([subscription?.stop(), timer?.done]);
+    await this.runner.stop();
   }
 
   /** One publish per batch; held-back retries and the checkpoint then commit together. */
@@ -151,6 +155,8 @@ export class Dispatcher {
       },
       { asynchronousCommit: true },
     );
+    // A dispatch held back to before the loop's next look wakes it.
+    if (later.length > 0) this.runner.wake(Math.min(...later.map((message) => Date.parse(message.notBefore))));
   }
 
   /** Publishes held-back dispatches whose time has come; returns how many. */
@@ -196,17 +202,12 @@ export class Dispatcher {
     }
   }
 
-  private runScheduleTimer(signal: AbortSignal): Promise<void> {
-    return runTicker(signal, {
-      tickMs: this.options.scheduleTickMs,
-      tick: async () => {
-        await this.publishDue();
-        const idle = this.throttle.due();
-        if (idle !== null) await this.deps.checkpoints.save(this.options.name, idle);
-        return false;
-      },
-      onError: (error, failures) => this.deps.logger.warn('publishing held-back dispatches failed; retrying', { err: error, failures }),
-    });
+  /** Publishes what is due; sleeps until the next held-back dispatch is due (at most `idleMs`). */
+  private async round(): Promise<number> {
+    await this.publishDue();
+    const next = await this.deps.schedule.nextDue();
+    const untilNext = next === null ? this.options.idleMs : next.getTime() - this.deps.clock.now().getTime();
+    return Math.max(0, Math.min(this.options.idleMs, untilNext));
   }
 
   private async messageOf(recorded: RecordedEvent, data: ExecutionEventOf<'AttemptScheduled'>['data']): Promise<DispatchMessage> {

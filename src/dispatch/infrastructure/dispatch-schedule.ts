@@ -43,6 +43,13 @@ export class DispatchSchedule {
     return rows.map((row) => dispatchMessageSchema.parse(JSON.parse(row.message)));
   }
 
+  /** When the earliest held-back dispatch falls due, or null when none is held back. */
+  async nextDue(): Promise<Date | null> {
+    const { rows } = await this.sql.query<{ next: string | Date | null }>('select min(not_before) as next from dispatch_schedule');
+    const next = rows[0]?.next ?? null;
+    return next === null ? null : new Date(next);
+  }
+
   async remove(messageIds: readonly string[]): Promise<void> {
     if (messageIds.length === 0) return;
     await this.sql.query('delete from dispatch_schedule where message_id in (select jsonb_array_elements_text($1::jsonb))', [
