@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { randomIds } from '../../src/core/ids.js';
+import type { Principal } from '../../src/auth/principal.js';
+import { randomIds, uuidV5 } from '../../src/core/ids.js';
 import { createLogger } from '../../src/core/logger.js';
 import { workerActor } from '../../src/core/actors.js';
 import { NotFoundError } from '../../src/core/errors.js';
-import type { EventStore } from '../../src/core/event-store.port.js';
+import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import { ExecutionStreams } from '../../src/executions/application/execution-streams.js';
 import type { RecordNodeResult } from '../../src/executions/domain/execution.commands.js';
 import { executionStreamId } from '../../src/executions/domain/execution-event.parser.js';
@@ -11,10 +12,17 @@ import type { WorkflowSnapshot } from '../../src/executions/domain/execution.eve
 import { childExecutionIdOf } from '../../src/executions/domain/subworkflow-children.js';
 import type { SubworkflowManager } from '../../src/subworkflows/application/subworkflow-manager.js';
 import { createSubworkflowManager } from '../../src/subworkflows/subworkflows.module.js';
+import { CheckpointStore } from '../../src/postgres/checkpoint-store.js';
+import {
+  parsePublishBody,
+  PublishWorkflowCommand,
+  PublishWorkflowHandler,
+} from '../../src/workflows/application/publish-workflow.handler.js';
 import { AdjustableClock } from '../support/adjustable-clock.js';
 import {
   EXECUTION_ID,
   WORKER_A,
+  WORKSPACE_ID,
   aWorkflow,
   claimAttempt,
   completeAttempt,
@@ -27,9 +35,14 @@ import { openTestStore } from '../support/test-app.js';
 /**
  * The subworkflow manager on a real store (Postgres) and its real tables, fed batches of the log by
  * hand: a parent cancelled after it asked for a child (`ChildExecutionStarted`) and before the
- * manager started that child never leaves the child `running` on the parent.
+ * manager started that child never leaves the child `running` on the parent; and two managers on
+ * one checkpoint name, as two dispatcher processes run them: whichever replica reads a child's end
+ * (or its parent's cancel) acts on it, also when another replica wrote the child's link and then
+ * stopped.
  */
 const CHILD = childExecutionIdOf(EXECUTION_ID, 'bill', 1);
+const CHILD_ATTEMPT = uuidV5(`${CHILD}:attempt:1`);
+const editor: Principal = { subject: 'alice', workspaces: new Map([[WORKSPACE_ID, 'editor']]), global: new Set(), tokenId: 'test' };
 
 function parentWorkflow(): WorkflowSnapshot {
   const base = aWorkflow();
@@ -123,5 +136,126 @@ describe('subworkflow manager: a parent that stops waiting before its child star
 
     expect((await executions.load(CHILD)).state.status).toBe('cancelled');
     expect(await childOnParent()).toMatchObject({ status: 'cancelled' });
+  });
+});
+
+describe('subworkflow manager replicas sharing one checkpoint', () => {
+  let opened: Awaited<ReturnType<typeof openTestStore>>;
+  let store: EventStore;
+  let executions: ExecutionStreams;
+  let checkpoints: CheckpointStore;
+  let replicaA: SubworkflowManager;
+  let replicaB: SubworkflowManager;
+  let clock: AdjustableClock;
+
+  beforeEach(async () => {
+    opened = await openTestStore('postgres');
+    store = opened.store;
+    clock = new AdjustableClock();
+    const graph = parsePublishBody({ nodes: [{ id: 'only', type: 'noop' }], edges: [] });
+    await new PublishWorkflowHandler(store, clock, randomIds).execute(new PublishWorkflowCommand(editor, WORKSPACE_ID, 'invoice', graph));
+    executions = new ExecutionStreams(store, clock, randomIds);
+    checkpoints = await CheckpointStore.open(opened.sql);
+    // Each replica has streams of its own, as another process would.
+    const replica = () =>
+      createSubworkflowManager({
+        store,
+        sql: opened.sql,
+        executions: new ExecutionStreams(store, clock, randomIds),
+        clock,
+        logger: createLogger({ level: 'silent' }),
+      });
+    [replicaA, replicaB] = [await replica(), await replica()];
+  });
+  afterEach(() => opened.close());
+
+  /** The execution streams' part of the log after a position: what a replica reads next. */
+  const logAfter = (after: string | null): Promise<RecordedEvent[]> =>
+    store.readAll({ after, maxCount: 1_000, streamPrefixes: [executionStreamId('')] });
+  const childOnParent = async () => (await executions.load(EXECUTION_ID)).state.children?.[CHILD];
+
+  /** The parent asks for its child and suspends on it. */
+  async function parentWaitsForChild(): Promise<void> {
+    await executions.handle(EXECUTION_ID, startExecution({ workflow: parentWorkflow() }));
+    await executions.handle(EXECUTION_ID, claimAttempt({ at: 1_000 }));
+    await executions.handle(EXECUTION_ID, askForChild(2_000));
+    const suspend = completeAttempt({ at: 3_000, outcome: 'suspended' });
+    await executions.handle(EXECUTION_ID, { ...suspend, data: { ...suspend.data, tasks: ['bill'] } });
+  }
+
+  /** Replica B reads the request and starts the child. */
+  async function childStartedByB(): Promise<void> {
+    await parentWaitsForChild();
+    await replicaB.track(await logAfter(null));
+    expect((await executions.load(CHILD)).state.status).toBe('queued');
+  }
+
+  /** Replica A reads everything so far in one batch; B restarts from the checkpoint A stored. */
+  async function aReadsAllThenBRestarts(): Promise<void> {
+    await replicaA.track(await logAfter(null));
+    await replicaB.track(await logAfter(await checkpoints.load('subworkflows')));
+  }
+
+  it("a child's end read by the replica that did not start it is recorded on the parent", async () => {
+    await childStartedByB();
+    // B stops here. The child runs and succeeds (on the manager's clock, which started it).
+    const now = { now: clock.now() };
+    const claim = claimAttempt({ attemptId: CHILD_ATTEMPT, at: 0 });
+    await executions.handle(CHILD, { ...claim, metadata: { ...claim.metadata, ...now } });
+    const done = completeAttempt({ attemptId: CHILD_ATTEMPT, at: 0, outcome: 'succeeded', output: { total: 7 } });
+    await executions.handle(CHILD, { ...done, metadata: { ...done.metadata, ...now } });
+
+    await aReadsAllThenBRestarts();
+
+    expect(await childOnParent()).toMatchObject({ status: 'succeeded' });
+    expect((await executions.load(EXECUTION_ID)).state.status).not.toBe('waiting');
+  });
+
+  it('a parent cancelled after another replica started its child: the child is cancelled and its end recorded', async () => {
+    await childStartedByB();
+    // B stops here; the parent is cancelled.
+    await executions.handle(EXECUTION_ID, requestCancel({ at: 4_000 }));
+
+    await aReadsAllThenBRestarts();
+    // The child's cancel is read by A, too.
+    await replicaA.track(await logAfter(await checkpoints.load('subworkflows')));
+
+    expect((await executions.load(CHILD)).state.status).toBe('cancelled');
+    expect(await childOnParent()).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('a parent cancelled while another replica starts its child (the cancel found no child yet): the child is cancelled', async () => {
+    await parentWaitsForChild();
+    // Replica B loads the parent (still waiting) and is held there, before it writes the link.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let loaded!: () => void;
+    const parentLoaded = new Promise<void>((resolve) => (loaded = resolve));
+    const slowStreams = new ExecutionStreams(store, clock, randomIds);
+    const load = slowStreams.load.bind(slowStreams);
+    let first = true;
+    slowStreams.load = async (id) => {
+      const result = await load(id);
+      if (id === EXECUTION_ID && first) {
+        first = false;
+        loaded();
+        await held;
+      }
+      return result;
+    };
+    const logger = createLogger({ level: 'silent' });
+    const slowB = await createSubworkflowManager({ store, sql: opened.sql, executions: slowStreams, clock, logger });
+    const bReading = slowB.track(await logAfter(null));
+    await parentLoaded;
+
+    // Meanwhile the parent is cancelled, and replica A reads the request and the cancel.
+    await executions.handle(EXECUTION_ID, requestCancel({ at: 4_000 }));
+    await replicaA.track(await logAfter(null));
+    expect(await childOnParent()).toMatchObject({ status: 'cancelled' });
+
+    // B goes on with what it loaded: it starts the child, which must not be left running.
+    release();
+    await bReading;
+    expect((await executions.load(CHILD)).state.cancelRequest).toBeTruthy();
   });
 });

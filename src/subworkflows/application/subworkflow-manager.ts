@@ -67,8 +67,6 @@ const CONCURRENCY = 16;
 export class SubworkflowManager {
   private readonly options: Required<Omit<SubworkflowManagerOptions, 'hooks'>> & { hooks: SubworkflowHooks };
   private readonly throttle = new CheckpointThrottle();
-  /** Children whose end is not recorded on their parent, by child id: loaded on resume, then kept up. */
-  private readonly open = new Map<string, ChildLink>();
   /** Follows the log; its loop only stores, every second, a position skipped by batches that changed nothing. */
   private readonly runner: CatchUpRunner;
 
@@ -84,7 +82,6 @@ export class SubworkflowManager {
         ...deps,
         streamPrefixes: [EXECUTION_PREFIX],
         handle: (batch) => this.track(batch),
-        onResume: () => this.resume(),
         throttle: this.throttle,
       },
       loop: {
@@ -104,14 +101,14 @@ export class SubworkflowManager {
     await this.runner.stop();
   }
 
-  async resume(): Promise<void> {
-    this.open.clear();
-    for (const link of await this.deps.links.open()) this.open.set(link.childExecutionId, link);
-  }
-
+  /**
+   * Acts on one batch. The open links of the executions that end or are cancelled in it are read
+   * from `subworkflow_children` after the batch's starts, never from memory: another replica may
+   * have written a child's link, and the checkpoint they share may already be past the request.
+   */
   async track(batch: readonly RecordedEvent[]): Promise<void> {
     const requests: ChildRequest[] = [];
-    const ends: { link: ChildLink; event: Ending }[] = [];
+    const endings = new Map<string, Ending>();
     const cancels = new Set<string>();
     for (const recorded of batch) {
       const { type } = recorded;
@@ -124,14 +121,18 @@ export class SubworkflowManager {
         continue;
       }
       cancels.add(executionId);
-      const link = this.open.get(executionId);
-      if (link !== undefined && event.type !== 'CancelRequested') ends.push({ link, event: event as Ending });
+      if (event.type !== 'CancelRequested') endings.set(executionId, event as Ending);
     }
     const last = batch[batch.length - 1];
     if (last === undefined) return;
-    // Starts first: a cancel of the parent read in the same batch then finds the child.
+    // Starts first: a cancel of the parent, or the child's end, read in the same batch then finds the link.
     await inChunks(requests, (request) => this.startChild(request));
-    const cancelled = cancels.size === 0 ? [] : [...this.open.values()].filter((link) => cancels.has(link.parentExecutionId));
+    const open = await this.deps.links.openOf([...endings.keys()], [...cancels]);
+    const cancelled = open.filter((link) => cancels.has(link.parentExecutionId));
+    const ends = open.flatMap((link) => {
+      const event = endings.get(link.childExecutionId);
+      return event === undefined ? [] : [{ link, event }];
+    });
     await inChunks(cancelled, (link) => this.cancelChild(link));
     await inChunks(ends, ({ link, event }) => this.recordEnd(link, event));
     const changed = requests.length + ends.length + cancelled.length > 0;
@@ -150,7 +151,6 @@ export class SubworkflowManager {
     if (parent.children?.[request.childExecutionId]?.status !== 'running') return;
     if (isFinal(parent) || parent.cancelRequest) return this.abandonChild(link);
     await this.deps.links.add([link]);
-    this.open.set(link.childExecutionId, link);
     const input = request.input;
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       await this.startFailed(link, 'the input of a child execution must be a JSON object');
@@ -190,6 +190,10 @@ export class SubworkflowManager {
       },
       { eventIds: (index) => uuidV5(`${childId}:start:${index}`) },
     );
+    // A cancel (or end) of the parent appended since it was loaded may have been read by another
+    // replica before this child existed (its cancel found no stream): look again, now it does.
+    const { state: now } = await this.deps.executions.load(request.parentExecutionId);
+    if (isFinal(now) || now.cancelRequest) await this.cancelChild(link);
     await this.options.hooks.afterChildStarted?.(link);
   }
 
@@ -209,7 +213,6 @@ export class SubworkflowManager {
     );
     if (started) {
       await this.deps.links.add([link]);
-      this.open.set(link.childExecutionId, link);
       return this.cancelChild(link);
     }
     const message = `parent execution ${link.parentExecutionId} was cancelled or ended before the child started`;
@@ -250,7 +253,6 @@ export class SubworkflowManager {
       this.deps.logger.warn('the parent of a child execution was not found', { ...link });
     }
     await this.deps.links.markEnded([link.childExecutionId]);
-    this.open.delete(link.childExecutionId);
   }
 
   /** The parent was cancelled or ended: its running child is cancelled (an ended one answers no change). */

@@ -19,8 +19,8 @@ interface Row {
 /**
  * `subworkflow_children` in the read-model Postgres: the children the subworkflow manager
  * started and whose end it has not recorded on their parent yet. Written before a child's start
- * and marked `ended` after its end was recorded, so that a manager restarting from its checkpoint
- * knows every child it may have started. Derived from the log: a replay writes it again.
+ * and marked `ended` after its end was recorded, so that any manager (another replica, or one
+ * restarting from the shared checkpoint) that reads a child's end finds the child's link. Derived from the log: a replay writes it again.
  */
 export class ChildLinks {
   private constructor(private readonly sql: SqlClient) {}
@@ -59,10 +59,16 @@ export class ChildLinks {
     );
   }
 
-  /** Children whose end is not recorded on their parent yet. */
-  async open(): Promise<ChildLink[]> {
+  /**
+   * Open links of the children named, and of the children of the parents named: one statement
+   * for a batch's ends and cancels, whichever process wrote the links.
+   */
+  async openOf(childExecutionIds: readonly string[], parentExecutionIds: readonly string[]): Promise<ChildLink[]> {
+    if (childExecutionIds.length === 0 && parentExecutionIds.length === 0) return [];
     const { rows } = await this.sql.query<Row>(
-      'select child_execution_id, parent_execution_id, node_id, workspace_id from subworkflow_children where not ended',
+      reusable(`select child_execution_id, parent_execution_id, node_id, workspace_id from subworkflow_children
+       where not ended and (child_execution_id = any($1::text[]) or parent_execution_id = any($2::text[]))`),
+      [childExecutionIds, parentExecutionIds],
     );
     return rows.map((r) => ({
       childExecutionId: r.child_execution_id,
