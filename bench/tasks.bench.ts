@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { IncomingMessage, Server } from 'node:http';
 import { cpus } from 'node:os';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
 import { followExecutionEnds, openBenchStack, processCpuSeconds, publishBenchWorkflow, startBenchApp } from './bench-stack.js';
@@ -93,6 +94,12 @@ async function main() {
     { token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
     { token: TASK_TOKEN, subject: 'bench-task-worker', workspaces: { bench: 'task-worker' }, global: [] },
   ]);
+  // HTTP requests the app answered, and those of the task protocol (polls, heartbeats, completions).
+  const requests = { all: 0, task: 0 };
+  (app.getHttpServer() as Server).on('request', (req: IncomingMessage) => {
+    requests.all++;
+    if (/^\/v1\/(tasks\/|workspaces\/[^/]+\/task-queues\/)/.test(req.url ?? '')) requests.task++;
+  });
   const worker = createWorker({ bus, apiUrl: url, token: TOKEN, logger, concurrency: 16, egressAllow: [] });
   await worker.start();
   const taskWorker = await startTaskWorkerProcess(url);
@@ -169,11 +176,13 @@ async function main() {
 
   async function slice(variant: Variant, concurrency: number, seconds: number) {
     const before = taskWorker.cpuSeconds();
-    const [appendsBefore, sqlBefore] = [appends, stack.sqlTraffic.total()];
+    const [appendsBefore, sqlBefore, requestsBefore] = [appends, stack.sqlTraffic.total(), { ...requests }];
     const result = await closedLoop(concurrency, seconds, once(variant));
     return {
       ...result,
       seconds,
+      httpRequests: requests.all - requestsBefore.all,
+      taskRequests: requests.task - requestsBefore.task,
       taskWorkerCpu: taskWorker.cpuSeconds() - before,
       appends: appends - appendsBefore,
       sql: perExecution(sqlBefore, stack.sqlTraffic.total(), result.executions),
@@ -201,6 +210,8 @@ async function main() {
         executions,
         executionsPerSec: round(executions / seconds, 1),
         executionAppendsPerExecution: round(list.reduce((sum, s) => sum + s.appends, 0) / executions, 2),
+        httpRequestsPerExecution: round(list.reduce((sum, s) => sum + s.httpRequests, 0) / executions, 2),
+        taskRequestsPerExecution: round(list.reduce((sum, s) => sum + s.taskRequests, 0) / executions, 2),
         sqlRoundTripsPerExecution: mean((s) => s.sql.roundTrips),
         latencyMs: { p50: mean((s) => s.latencyMs.p50), p90: mean((s) => s.latencyMs.p90), p99: mean((s) => s.latencyMs.p99) },
         cpuSecondsPerExecution: {

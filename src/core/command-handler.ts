@@ -167,7 +167,11 @@ async function load<Command, Event extends DomainEvent, State>(
   return { revision: last === undefined ? null : last.revision, state, history };
 }
 
-function decideAll<Command, Event extends DomainEvent, State>(
+/**
+ * Decides a batch as one append would carry it: each command on the state the previous ones
+ * left, a DomainError becoming that command's verdict (pure; exported for deciders' specs).
+ */
+export function decideAll<Command, Event extends DomainEvent, State>(
   decider: Decider<Command, Event, State>,
   commands: readonly CommandInput<Command, State>[],
   initial: State,

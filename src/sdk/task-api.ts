@@ -42,9 +42,19 @@ export class TaskApi {
 
   /** The next task of the queue, or null when none arrived within `waitMs`. */
   async poll(workerId: string, waitMs: number, signal: AbortSignal): Promise<PolledTask | null> {
-    const answer = await this.post(this.pollUrl, { workerId, waitMs }, waitMs + this.options.requestTimeoutMs, signal);
-    if (answer.status === 204 || answer.body === null) return null;
-    return answer.body as PolledTask;
+    return (await this.pollMany(workerId, waitMs, 1, signal))[0] ?? null;
+  }
+
+  /**
+   * Up to `max` tasks of the queue (empty when none arrived within `waitMs`). One is asked for in
+   * the single form (no `max`), several in the list form; either reply is read.
+   */
+  async pollMany(workerId: string, waitMs: number, max: number, signal: AbortSignal): Promise<PolledTask[]> {
+    const body = max > 1 ? { workerId, waitMs, max } : { workerId, waitMs };
+    const answer = await this.post(this.pollUrl, body, waitMs + this.options.requestTimeoutMs, signal);
+    if (answer.status === 204 || answer.body === null) return [];
+    const tasks = (answer.body as { tasks?: unknown }).tasks;
+    return Array.isArray(tasks) ? (tasks as PolledTask[]) : [answer.body as PolledTask];
   }
 
   async heartbeat(taskId: string, body: { workerId: string; fencingToken: number; progress?: unknown }): Promise<HeartbeatAnswer> {
@@ -64,6 +74,30 @@ export class TaskApi {
     const answer = await this.post(this.taskUrl(taskId, 'complete'), body, this.options.requestTimeoutMs);
     const next = (answer.body as { next?: PolledTask | null } | null)?.next;
     return next ?? null;
+  }
+
+  /**
+   * Reports several ends in one request (`POST /v1/tasks/complete`); with `next`, takes up to that
+   * many due tasks of the queue too. Each completion's answer is its own: recorded, or the problem
+   * it was refused with (as a `TaskApiError`, not thrown).
+   */
+  async completeMany(
+    completions: Array<{ taskId: string; workerId: string; fencingToken: number } & Completion>,
+    next: number,
+  ): Promise<{ results: Array<TaskApiError | null>; next: PolledTask[] }> {
+    const answer = await this.post(`${this.base}/v1/tasks/complete`, { completions, next }, this.options.requestTimeoutMs);
+    const body = (answer.body ?? {}) as {
+      results?: Array<{ problem?: { status?: number; code?: string; detail?: string } }>;
+      next?: PolledTask[];
+    };
+    const results = completions.map((c, i) => {
+      const problem = body.results?.[i]?.problem;
+      if (body.results?.[i] === undefined) return new TaskApiError(0, 'no_answer', `no answer for the completion of ${c.taskId}`, null);
+      if (problem === undefined) return null;
+      const code = problem.code ?? `http_${problem.status ?? 0}`;
+      return new TaskApiError(problem.status ?? 0, code, `completion of ${c.taskId} refused: ${code}: ${problem.detail ?? ''}`, null);
+    });
+    return { results, next: body.next ?? [] };
   }
 
   private taskUrl(taskId: string, verb: string): string {

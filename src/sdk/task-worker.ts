@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { backoffDelay, pause, type BackoffPolicy } from './backoff.js';
 import { TaskApi, type Completion, type HeartbeatAnswer, type PolledTask } from './task-api.js';
+import { CompletionBatcher, TaskFetcher } from './task-batching.js';
 import { LeaseLostError, TaskApiError, TaskCancelledError, WorkerShutdownError, toTaskFailure } from './task-errors.js';
 
 /** What a handler knows of the task it runs, and how it talks back while it runs. */
@@ -110,6 +111,8 @@ class QueueWorker implements TaskWorker {
   private resolveDone!: () => void;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private readonly api: TaskApi;
+  private readonly fetcher: TaskFetcher;
+  private readonly completions: CompletionBatcher;
   private readonly log: Required<TaskWorkerLogger>;
   private readonly concurrency: number;
   private readonly pollWaitMs: number;
@@ -142,6 +145,8 @@ class QueueWorker implements TaskWorker {
       queue: options.queue,
       requestTimeoutMs,
     });
+    this.fetcher = new TaskFetcher(this.api, this.workerId, this.pollWaitMs, this.polling.signal);
+    this.completions = new CompletionBatcher(this.api, (task) => this.fetcher.offer(task));
     this.log = withDefaults(options.logger === undefined ? stderrLogger : options.logger);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
@@ -218,6 +223,8 @@ class QueueWorker implements TaskWorker {
   /**
    * One unit of concurrency: poll while free, run what came, again until the worker stops. A
    * completion takes the slot's next task in the same request; the slot polls only when it got none.
+   * The slots share requests (task-batching.ts): those free in the same turn ask in one poll, and
+   * completions ready in the same turn go in one request.
    */
   private async slot(): Promise<void> {
     let failures = 0;
@@ -232,7 +239,7 @@ class QueueWorker implements TaskWorker {
         continue;
       }
       try {
-        task = await this.api.poll(this.workerId, this.pollWaitMs, this.polling.signal);
+        task = await this.fetcher.take();
         failures = 0;
       } catch (error) {
         if (this.polling.signal.aborted) break;
@@ -384,7 +391,7 @@ class QueueWorker implements TaskWorker {
     let body = { workerId: this.workerId, fencingToken: task.fencingToken, ...completion };
     for (let failures = 1; ; failures++) {
       try {
-        const next = await this.api.complete(task.taskId, { ...body, ...(this.polling.signal.aborted ? {} : { next: true }) });
+        const next = await this.completions.complete(task.taskId, { ...body, ...(this.polling.signal.aborted ? {} : { next: true }) });
         this.log.debug('task completed', { ...this.fields(task), outcome: completion.outcome, next: next?.taskId ?? null });
         return next;
       } catch (error) {

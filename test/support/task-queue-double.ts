@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 /**
- * A loopback stand-in for the task-queue calls of Flostra's API (poll, heartbeat, complete),
+ * A loopback stand-in for the task-queue calls of Flostra's API (poll, heartbeat, complete, and
+ * the batch completion, recorded as one `complete` call per item),
  * kept in memory, for testing task-worker clients: it records every call, and a test steers it
  * (cancel a task, take its lease away, answer the next calls with a status, drop connections).
  */
@@ -40,6 +41,10 @@ export class TaskQueueDouble {
   private server: Server | null = null;
   /** Polls being held open right now. */
   pollsWaiting = 0;
+  /** Answer a poll's `max` in the list form, as Flostra does; off, it is ignored (one task, as an older server). */
+  listForm = false;
+  /** Batch completion requests received. */
+  batches = 0;
   url = '';
 
   constructor(
@@ -103,6 +108,17 @@ export class TaskQueueDouble {
     return task;
   }
 
+  /** Records a completion as the single route does: null when recorded, else the code it is refused with. */
+  private record(taskId: string, body: Record<string, unknown>): string | null {
+    const task = this.tasks.get(taskId);
+    if (!task) return 'not_found';
+    if (task.lost) return task.lost;
+    if (body.workerId !== task.workerId || body.fencingToken !== task.fencingToken) return 'stale_attempt';
+    if (task.completion && JSON.stringify(task.completion) !== JSON.stringify(body)) return 'stale_attempt';
+    task.completion = body;
+    return null;
+  }
+
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -111,7 +127,9 @@ export class TaskQueueDouble {
     const path = req.url ?? '/';
     const pollPath = `/v1/workspaces/${this.workspace}/task-queues/${this.queueName}/poll`;
     const taskMatch = /^\/v1\/tasks\/([^/]+)\/(heartbeat|complete)$/.exec(path);
-    const route: RecordedCall['route'] | null = path === pollPath ? 'poll' : taskMatch ? (taskMatch[2] as 'heartbeat' | 'complete') : null;
+    const batch = path === '/v1/tasks/complete';
+    const route: RecordedCall['route'] | null =
+      path === pollPath ? 'poll' : taskMatch ? (taskMatch[2] as 'heartbeat' | 'complete') : batch ? 'complete' : null;
     const taskId = taskMatch ? decodeURIComponent(taskMatch[1]) : null;
     const answer = (status: number, payload?: unknown) => {
       if (route) this.calls.push({ route, taskId, body, status });
@@ -123,8 +141,8 @@ export class TaskQueueDouble {
       res.writeHead(status, { 'content-type': problem ? 'application/problem+json' : 'application/json' }).end(JSON.stringify(payload));
     };
     /** Claims the task for the caller, as a poll's answer (or a completion's `next`) does. */
-    const handOut = (task: DoubleTask) => {
-      task.workerId = String(body.workerId);
+    const handOut = (task: DoubleTask, workerId = String(body.workerId)) => {
+      task.workerId = workerId;
       task.fencingToken++;
       const { taskId: id, executionId, nodeId, attempt, input, fencingToken, heartbeatIntervalMs } = task;
       const leaseExpiresAt = new Date(Date.now() + 3 * heartbeatIntervalMs).toISOString();
@@ -166,6 +184,10 @@ export class TaskQueueDouble {
         this.pollsWaiting--;
         task = this.queue.shift();
       }
+      if (this.listForm && body.max !== undefined) {
+        const more = task ? this.queue.splice(0, Number(body.max) - 1) : [];
+        return answer(200, { tasks: task ? [task, ...more].map((t) => handOut(t)) : [] });
+      }
       if (!task) return answer(204);
       if (res.destroyed) {
         // The worker gave up on this poll: the task goes back to the front of the queue.
@@ -175,6 +197,21 @@ export class TaskQueueDouble {
       return answer(200, handOut(task));
     }
 
+    if (batch) {
+      this.batches++;
+      // Each item answered as the single route would; `next` takes that many queued tasks.
+      const results = (body.completions as Array<Record<string, unknown>>).map((item) => {
+        const { taskId: id, ...single } = item as { taskId: string };
+        const verdict = this.record(String(id), single);
+        this.calls.push({ route: 'complete', taskId: String(id), body: single, status: verdict === null ? 200 : 409 });
+        return verdict === null
+          ? { taskId: id, status: 'recorded' }
+          : { taskId: id, problem: { status: verdict === 'not_found' ? 404 : 409, code: verdict, detail: verdict } };
+      });
+      const next = this.queue.splice(0, Number(body.next ?? 0)).map((t) => handOut(t, String(body.completions[0]?.workerId)));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results, next }));
+      return;
+    }
     const task = taskId ? this.tasks.get(taskId) : undefined;
     if (!task) return problem(404, 'not_found');
     if (task.lost) return problem(409, task.lost);

@@ -1,27 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
-import { publish, start, view } from '../support/scenario.js';
+import { publish, start } from '../support/scenario.js';
+import { type PolledTaskView as Polled, taskDiamond as diamond, untilEnded as ended } from '../support/task-diamond.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 import { historyOf } from '../live/live-scenario.js';
-
-/** A diamond of four task nodes (a → b, a → c, b + c → d) on one queue. */
-const diamond = (queue: string) => ({
-  nodes: ['a', 'b', 'c', 'd'].map((id) => ({ id, type: 'task', config: { queue } })),
-  edges: [
-    { from: 'a', to: 'b' },
-    { from: 'a', to: 'c' },
-    { from: 'b', to: 'd' },
-    { from: 'c', to: 'd' },
-  ],
-});
-
-interface Polled {
-  taskId: string;
-  executionId: string;
-  nodeId: string;
-  fencingToken: number;
-}
 
 /**
  * Task nodes without a worker: root tasks go out with the start, and a completion may take the
@@ -57,14 +40,7 @@ describe('task nodes with no attempt, and complete-and-take-next', () => {
       token: TOKENS.taskWorkerA,
       body: { workerId, fencingToken: task.fencingToken, outcome: 'succeeded', output: { node: task.nodeId }, ...extra },
     });
-  const untilEnded = (executionId: string) =>
-    eventually(
-      async () => {
-        const v = await view(api, executionId);
-        return ['succeeded', 'failed', 'cancelled', 'timed_out'].includes(v.status) && v;
-      },
-      { what: `execution ${executionId} to end` },
-    );
+  const untilEnded = (executionId: string) => ended(api, executionId);
 
   it('runs a diamond of task nodes with no attempt, each completion handing out the next task', async () => {
     const { executionId } = await start(api, 'diamond-one', { input: { n: 1 } });

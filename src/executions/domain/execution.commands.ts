@@ -170,9 +170,10 @@ export type CompleteTask = {
     jitter: number;
     /**
      * Also claim for the same worker, in the same append, the oldest due task of this execution
-     * on the completed task's queue (typically a successor this completion schedules).
+     * on the completed task's queue (typically a successor this completion schedules); a number
+     * claims up to that many, oldest first.
      */
-    claimNext?: boolean;
+    claimNext?: boolean | number;
   };
   metadata: CommandMetadata;
 };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { workerActor } from '../../core/actors.js';
+import { decideAll } from '../../core/command-handler.js';
 import { fold } from '../../core/decider.js';
 import { StaleAttemptError } from '../../core/errors.js';
 import type { CompleteTask, ExecutionCommand } from './execution.commands.js';
@@ -413,6 +414,73 @@ describe('a completion that claims the next task of its execution (claimNext)', 
   it('hands the claimed task out once: a poll of it afterwards is refused', () => {
     const history = play(afterA, [andClaimNext(completeTask('a', 5_000, { output: 1 }))]);
     given(history).when(claimTask('b', 5_100)).thenThrows(StaleAttemptError);
+  });
+
+  it('claims several due tasks of the execution when asked for several, each with its own fencing token and lease', () => {
+    const a = fenced(afterA, completeTask('a', 5_000, { output: 1 }));
+    given(afterA)
+      .when({ ...a, data: { ...a.data, claimNext: 5 } })
+      .then([
+        ...succeeded('a', 5_000, 1),
+        scheduled('b', 5_000, { input: INPUT, nodes: { a: 1 } }),
+        scheduled('c', 5_000, { input: INPUT, nodes: { a: 1 } }),
+        claimed('b', 5_000, 3),
+        claimed('c', 5_000, 4),
+      ]);
+  });
+
+  it('claims no more than asked for', () => {
+    const a = fenced(afterA, completeTask('a', 5_000, { output: 1 }));
+    given(afterA)
+      .when({ ...a, data: { ...a.data, claimNext: 1 } })
+      .then([
+        ...succeeded('a', 5_000, 1),
+        scheduled('b', 5_000, { input: INPUT, nodes: { a: 1 } }),
+        scheduled('c', 5_000, { input: INPUT, nodes: { a: 1 } }),
+        claimed('b', 5_000, 3),
+      ]);
+  });
+});
+
+describe('a batch of completions of one execution (one append)', () => {
+  const afterA = play(suspendedAtA(DIAMOND), [claimTask('a', 4_000)]);
+  const bothOut = play(afterA, [completeTask('a', 5_000, { output: 1 }), claimTask('b', 5_100), claimTask('c', 5_200)]);
+  const batch = (history: ExecutionEvent[], commands: ExecutionCommand[]) =>
+    decideAll(executionDecider, commands, fold(executionDecider, history));
+
+  it('records the ends of two sibling tasks together: the join is scheduled once, and claimed by the last completion', () => {
+    const b = fenced(bothOut, completeTask('b', 6_000, { output: 'b' }));
+    const c = fenced(bothOut, completeTask('c', 6_000, { output: 'c' }));
+    const { events, verdicts } = batch(bothOut, [
+      { ...b, data: { ...b.data, claimNext: 2 } },
+      { ...c, data: { ...c.data, claimNext: 2 } },
+    ]);
+    expect(verdicts.every((v) => 'events' in v)).toBe(true);
+    expect(events).toEqual([
+      ...succeeded('b', 6_000, 'b'),
+      ...succeeded('c', 6_000, 'c'),
+      scheduled('d', 6_000, { input: INPUT, nodes: { b: 'b', c: 'c' } }),
+      {
+        type: 'TaskClaimed',
+        data: {
+          taskId: taskId('d'),
+          workerId: POLLER,
+          fencingToken: 5,
+          leaseExpiresAt: iso(36_000),
+          timeoutAt: null,
+          claimedAt: iso(6_000),
+        },
+      },
+    ]);
+  });
+
+  it('refuses a stale completion among good ones on its own: the others are recorded', () => {
+    const b = fenced(bothOut, completeTask('b', 6_000, { output: 'b' }));
+    const c = fenced(bothOut, completeTask('c', 6_000, { output: 'c' }));
+    const { events, verdicts } = batch(bothOut, [{ ...b, data: { ...b.data, fencingToken: b.data.fencingToken - 1 } }, c]);
+    expect('rejected' in verdicts[0] && verdicts[0].rejected).toBeInstanceOf(StaleAttemptError);
+    expect(verdicts[1]).toEqual({ events: succeeded('c', 6_000, 'c') });
+    expect(events).toEqual(succeeded('c', 6_000, 'c'));
   });
 });
 

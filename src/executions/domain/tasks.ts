@@ -193,8 +193,10 @@ function taskOf(s: StartedExecution, taskId: string): TaskRecord {
 
 /** Claim the task for a poller: the oldest due task of a queue goes to one poller, with a fresh fencing token. */
 export function claimTask(s: StartedExecution, command: ClaimTask): ExecutionEvent[] {
-  const { data, metadata } = command;
-  const now = metadata.now;
+  return claimFor(s, command.data, command.metadata.now);
+}
+
+function claimFor(s: StartedExecution, data: ClaimTask['data'], now: Date): ExecutionEvent[] {
   const task = taskOf(s, data.taskId);
   if (task.status !== 'scheduled') {
     const stale = new StaleAttemptError(`task is ${task.status}`, { taskId: task.taskId });
@@ -270,8 +272,8 @@ export function heartbeatTask(s: StartedExecution, command: HeartbeatTask): Exec
 
 /**
  * The poller reports the task's end: the node's result, or a retry by the node's policy. With
- * `claimNext`, the same worker also claims the next due task of this execution on the same queue
- * (`claimNextTask`): one append ends one task and hands out the next.
+ * `claimNext`, the same worker also claims the next due tasks of this execution on the same queue
+ * (`claimDueTasks`; `true` is one): one append ends one task and hands out the next.
  */
 export function completeTask(s: StartedExecution, command: CompleteTask): ExecutionEvent[] {
   const { data, metadata } = command;
@@ -281,11 +283,9 @@ export function completeTask(s: StartedExecution, command: CompleteTask): Execut
   if (task.status === data.outcome && isSameTaskClaim(task, data)) return [];
   requireLiveTaskClaim(task, data, now);
   const ended = endTask(s, task, data, now);
-  if (data.claimNext !== true) return ended;
-  return [
-    ...ended,
-    ...claimNextTask(foldInto(s, ended), { type: 'ClaimTask', data: { taskId: '', workerId: data.workerId }, metadata }, task.queue),
-  ];
+  const max = data.claimNext === true ? 1 : typeof data.claimNext === 'number' ? data.claimNext : 0;
+  if (max <= 0) return ended;
+  return [...ended, ...claimDueTasks(foldInto(s, ended), { queue: task.queue, workerId: data.workerId, max }, now)];
 }
 
 function endTask(s: StartedExecution, task: TaskRecord, data: CompleteTask['data'], now: Date): ExecutionEvent[] {
@@ -303,16 +303,24 @@ function endTask(s: StartedExecution, task: TaskRecord, data: CompleteTask['data
 }
 
 /**
- * The claim of the oldest task of this execution on `queue` that is scheduled and due (in the
- * order they were scheduled), exactly as a poll would claim it (fresh fencing token, lease from
- * now); nothing when there is none, or when the execution ended or is being cancelled.
+ * The claims of the oldest tasks of this execution on `queue` that are scheduled and due (in the
+ * order they were scheduled), up to `max`, each exactly as a poll would claim it (its own fresh
+ * fencing token, lease from now); nothing when there is none, or when the execution ended or is
+ * being cancelled.
  */
-function claimNextTask(s: StartedExecution, claim: ClaimTask, queue: string): ExecutionEvent[] {
-  if (isFinal(s) || s.cancelRequest) return [];
-  const now = claim.metadata.now.getTime();
-  const next = Object.values(s.tasks).find((t) => t.status === 'scheduled' && t.queue === queue && Date.parse(t.notBefore) <= now);
-  if (next === undefined) return [];
-  return claimTask(s, { ...claim, data: { ...claim.data, taskId: next.taskId } });
+function claimDueTasks(s: StartedExecution, claim: { queue: string; workerId: string; max: number }, now: Date): ExecutionEvent[] {
+  const claims: ExecutionEvent[] = [];
+  let state = s;
+  while (claims.length < claim.max && !isFinal(state) && !state.cancelRequest) {
+    const next = Object.values(state.tasks).find(
+      (t) => t.status === 'scheduled' && t.queue === claim.queue && Date.parse(t.notBefore) <= now.getTime(),
+    );
+    if (next === undefined) break;
+    const claimed = claimFor(state, { taskId: next.taskId, workerId: claim.workerId }, now);
+    claims.push(...claimed);
+    state = foldInto(state, claimed);
+  }
+  return claims;
 }
 
 /** The watchdog found a claim past its lease or timeout: the task times out, and is retried or fails its node. */

@@ -3,7 +3,8 @@ import type { Principal } from '../../auth/authorization.js';
 import { workerActor } from '../../core/actors.js';
 import { ExecutionStreams, lastPosition } from '../../executions/application/execution-streams.js';
 import type { TaskStatus } from '../../executions/domain/execution.state.js';
-import type { TaskCompleteBody } from './request-schemas.js';
+import type { CompleteTask } from '../../executions/domain/execution.commands.js';
+import type { TaskCompleteBody, TaskCompletionItem } from './request-schemas.js';
 import { TaskBoard } from './task-board.js';
 import { type PolledTask, authorizeTaskWorker, executionOfTask, polledTask, requireWithinOutputLimit, taskIn } from './task-protocol.js';
 
@@ -26,6 +27,29 @@ export class CompleteTaskCommand extends Command<CompleteTaskResult> {
   ) {
     super();
   }
+}
+
+/** The decider's command for a worker's completion of a task, claiming up to `claimNext` due tasks of its execution with it. */
+export function completeTaskCommand(
+  executions: Pick<ExecutionStreams, 'ids' | 'clock'>,
+  completion: TaskCompletionItem,
+  claimNext: number,
+): CompleteTask {
+  return {
+    type: 'CompleteTask',
+    data: {
+      taskId: completion.taskId,
+      workerId: completion.workerId,
+      fencingToken: completion.fencingToken,
+      outcome: completion.outcome,
+      ...(completion.output !== undefined ? { output: completion.output } : {}),
+      ...(completion.error !== undefined ? { error: completion.error } : {}),
+      nextAttemptId: executions.ids.uuid(),
+      jitter: Math.random(),
+      ...(claimNext > 0 ? { claimNext: claimNext === 1 ? true : claimNext } : {}),
+    },
+    metadata: { now: executions.clock.now(), actor: workerActor(completion.workerId) },
+  };
 }
 
 /**
@@ -51,21 +75,7 @@ export class CompleteTaskHandler implements ICommandHandler<CompleteTaskCommand>
       const started = authorizeTaskWorker(principal, state);
       const queue = started.tasks[taskId]?.queue;
       const claimNext = body.next === true && queue !== undefined && this.board.nextDueIsOf(started.workspaceId, queue, executionId);
-      return {
-        type: 'CompleteTask',
-        data: {
-          taskId,
-          workerId: body.workerId,
-          fencingToken: body.fencingToken,
-          outcome: body.outcome,
-          ...(body.output !== undefined ? { output: body.output } : {}),
-          ...(body.error !== undefined ? { error: body.error } : {}),
-          nextAttemptId: this.executions.ids.uuid(),
-          jitter: Math.random(),
-          ...(claimNext ? { claimNext } : {}),
-        },
-        metadata: { now: this.executions.clock.now(), actor: workerActor(body.workerId) },
-      };
+      return completeTaskCommand(this.executions, { ...body, taskId }, claimNext ? 1 : 0);
     });
     const task = taskIn(outcome.state, taskId);
     const workspaceId = outcome.state.status === 'not_started' ? '' : outcome.state.workspaceId;

@@ -22,6 +22,16 @@ export class PollTaskCommand extends Command<PolledTask | null> {
   }
 }
 
+/** A poller asks for up to `max` tasks at once: the first as a poll waits for it, the others only if due now. */
+export class PollTasksCommand extends Command<PolledTask[]> {
+  constructor(
+    readonly poll: PollTaskCommand,
+    readonly max: number,
+  ) {
+    super();
+  }
+}
+
 /**
  * A poller asks for the oldest due task of a queue, waiting up to `waitMs` (docs/api.md, "Task
  * queues"). The claim is a command on the task's execution stream (`TaskClaimed` with a fresh
@@ -37,6 +47,19 @@ export class PollTaskHandler implements ICommandHandler<PollTaskCommand> {
   async execute({ principal, workspaceId, queue, workerId, waitMs, signal }: PollTaskCommand): Promise<PolledTask | null> {
     requireTaskWorker(principal, workspaceId);
     return this.board.poll(workspaceId, queue, { waitMs, signal }, (task) => this.claim(task, workerId, signal));
+  }
+
+  /** The first task as `execute` waits for it; then up to `max - 1` more that are due now, each claimed as a poll claims it. */
+  async several({ poll, max }: PollTasksCommand): Promise<PolledTask[]> {
+    const { workspaceId, queue, workerId, signal } = poll;
+    const first = await this.execute(poll);
+    if (first === null) return [];
+    const more = await Promise.all(
+      Array.from({ length: max - 1 }, () =>
+        this.board.poll(workspaceId, queue, { waitMs: 0, signal }, (task) => this.claim(task, workerId, signal)),
+      ),
+    );
+    return [first, ...more.filter((task): task is PolledTask => task !== null)];
   }
 
   private async claim(task: BoardTask, workerId: string, signal: AbortSignal): Promise<ClaimVerdict<PolledTask>> {
@@ -56,5 +79,14 @@ export class PollTaskHandler implements ICommandHandler<PollTaskCommand> {
       if (error instanceof StaleAttemptError || error instanceof NotFoundError) return { gone: true };
       throw error;
     }
+  }
+}
+
+@CommandHandler(PollTasksCommand)
+export class PollTasksHandler implements ICommandHandler<PollTasksCommand> {
+  constructor(private readonly poll: PollTaskHandler) {}
+
+  execute(command: PollTasksCommand): Promise<PolledTask[]> {
+    return this.poll.several(command);
   }
 }

@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { anyJson, positionField, timestampField, uuidField, identifierField } from '../../http/openapi/response-fields.js';
 import { defineRoute, empty, json, workspaceRole } from '../../http/openapi/route-contract.js';
+import { problemSchema } from '../../http/openapi/problem.schema.js';
 import {
   pollBodySchema,
   pollParamsSchema,
+  taskBatchCompleteBodySchema,
   taskCompleteBodySchema,
   taskHeartbeatBodySchema,
   taskParamsSchema,
@@ -43,18 +45,43 @@ export const taskCompleteReplySchema = z
   })
   .meta({ id: 'TaskCompleteReply' });
 
+export const polledTasksSchema = z
+  .strictObject({
+    tasks: z
+      .array(polledTaskSchema)
+      .meta({ description: 'The tasks claimed for this poller, oldest first; empty when none arrived within `waitMs`.' }),
+  })
+  .meta({ id: 'PolledTasks' });
+
+const taskCompletedSchema = taskCompleteReplySchema.omit({ next: true });
+
+export const taskBatchCompleteReplySchema = z
+  .strictObject({
+    results: z.array(z.union([taskCompletedSchema, z.strictObject({ taskId: z.string(), problem: problemSchema })])).meta({
+      description: 'One per completion, in order: recorded (as the single route answers), or its `problem` (nothing of it recorded).',
+    }),
+    next: z
+      .array(polledTaskSchema)
+      .meta({ description: 'Tasks taken for the worker with the completions (`next`), claimed as a poll would.' }),
+  })
+  .meta({ id: 'TaskBatchCompleteReply' });
+
 export const pollTaskContract = defineRoute({
   operationId: 'pollTask',
   summary: 'Take the next task of a queue',
   description:
     'Long poll: answers the oldest due task of the queue in this workspace as soon as there is one, or 204 after `waitMs` (0 to 30000, default 30000). ' +
     'The task is claimed for this poller with a fencing token and a lease to keep with heartbeats. A queue nobody schedules on simply waits. ' +
-    'A poller that disconnects while waiting is handed nothing.',
+    'A poller that disconnects while waiting is handed nothing. ' +
+    'With `max` (1 to 100) the reply is the list form `{ tasks }`, always 200: the first task as above, then up to `max - 1` more that are due now.',
   tags: TAGS,
   access: workspaceRole('task-worker', 'path'),
   params: pollParamsSchema,
   body: pollBodySchema,
-  responses: { 200: json('A task, claimed for this poller.', polledTaskSchema), 204: empty('No task arrived within `waitMs`.') },
+  responses: {
+    200: json('A task, claimed for this poller; with `max`, the list of those claimed.', z.union([polledTaskSchema, polledTasksSchema])),
+    204: empty('No task arrived within `waitMs` (without `max`).'),
+  },
   errors: ['validation_failed', 'forbidden', 'not_found', 'concurrency_conflict', 'unavailable'],
   parameterDescriptions: { queue: 'The queue: 1-64 of `a-z 0-9 . _ -`, starting with a letter or digit.' },
 });
@@ -106,4 +133,19 @@ export const completeTaskContract = defineRoute({
     'unavailable',
   ],
   parameterDescriptions: { taskId: TASK_ID },
+});
+
+export const completeTasksContract = defineRoute({
+  operationId: 'completeTasks',
+  summary: 'Report how several claimed tasks ended',
+  description:
+    'Up to 100 completions, each the body of `completeTask` plus its `taskId`, each decided as that route decides it and answered on its own: ' +
+    'recorded, or its problem (`stale_attempt`, `lease_expired`, `not_found`, `output_too_large`…) with nothing of it recorded; one refused completion never fails the others. ' +
+    'The completions of one execution go in one append. With `next: n` the reply also carries up to n due tasks of the completed tasks’ queue, claimed for the completing worker ' +
+    '(first those the completions scheduled, in the same append; no waiting). A malformed body is 400 and records nothing.',
+  tags: TAGS,
+  access: workspaceRole('task-worker', 'resource'),
+  body: taskBatchCompleteBodySchema,
+  responses: { 200: json('Each completion’s verdict, and the tasks taken.', taskBatchCompleteReplySchema) },
+  errors: ['validation_failed', 'unavailable'],
 });

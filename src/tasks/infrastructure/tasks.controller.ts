@@ -7,16 +7,19 @@ import { ApiRoute } from '../../http/openapi/route-contract.js';
 import { parseBody, parseParams } from '../../http/validation.js';
 import { CompleteTaskCommand } from '../application/complete-task.handler.js';
 import { HeartbeatTaskCommand } from '../application/heartbeat-task.handler.js';
-import { PollTaskCommand } from '../application/poll-task.handler.js';
+import { CompleteTasksCommand } from '../application/complete-tasks.handler.js';
+import { PollTaskCommand, PollTasksCommand } from '../application/poll-task.handler.js';
+import { toProblem } from '../../http/problem.js';
 import { TaskBoard } from '../application/task-board.js';
 import {
   pollBodySchema,
   pollParamsSchema,
+  taskBatchCompleteBodySchema,
   taskCompleteBodySchema,
   taskHeartbeatBodySchema,
   taskParamsSchema,
 } from '../application/request-schemas.js';
-import { completeTaskContract, heartbeatTaskContract, pollTaskContract } from './tasks.contract.js';
+import { completeTaskContract, completeTasksContract, heartbeatTaskContract, pollTaskContract } from './tasks.contract.js';
 
 /** The task protocol over HTTP: users' own code polls, heartbeats and completes the tasks of task nodes. */
 @Controller('v1')
@@ -37,10 +40,12 @@ export class TasksController {
     @Res({ passthrough: true }) res: Response,
   ) {
     const { workspaceId, queue } = parseParams(pollParamsSchema, params);
-    const { workerId, waitMs } = parseBody(pollBodySchema, body);
-    const task = await this.whileConnected(req, res, (signal) =>
-      this.commands.execute(new PollTaskCommand(p, workspaceId, queue, workerId, waitMs, signal)),
-    );
+    const { workerId, waitMs, max } = parseBody(pollBodySchema, body);
+    const pollFor = (signal: AbortSignal) => new PollTaskCommand(p, workspaceId, queue, workerId, waitMs, signal);
+    // `max` asks for the list form; a client that does not send it gets the single task, or 204, as always.
+    if (max !== undefined)
+      return { tasks: await this.whileConnected(req, res, (signal) => this.commands.execute(new PollTasksCommand(pollFor(signal), max))) };
+    const task = await this.whileConnected(req, res, (signal) => this.commands.execute(pollFor(signal)));
     if (task === null) {
       res.status(204);
       return undefined;
@@ -82,6 +87,25 @@ export class TasksController {
       this.commands.execute(new PollTaskCommand(p, workspaceId, queue, completion.workerId, 0, signal)),
     );
     return { ...recorded, next };
+  }
+
+  @ApiRoute(completeTasksContract)
+  @Post('tasks/complete')
+  @HttpCode(200)
+  async completeSeveral(
+    @CurrentPrincipal() p: Principal,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const batch = parseBody(taskBatchCompleteBodySchema, body);
+    const { results, next } = await this.whileConnected(req, res, (signal) =>
+      this.commands.execute(new CompleteTasksCommand(p, batch, signal)),
+    );
+    return {
+      results: results.map((r) => ('rejected' in r ? { taskId: r.taskId, problem: toProblem(r.rejected).problem } : r)),
+      next,
+    };
   }
 
   /**
