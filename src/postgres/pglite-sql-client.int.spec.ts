@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sleep } from '../../test/support/eventually.js';
 import { PgliteSqlClient } from './pglite-sql-client.js';
-import { urgently } from './urgent-work.js';
 
 describe('PGlite SQL client', () => {
   let client: PgliteSqlClient;
@@ -40,24 +39,6 @@ describe('PGlite SQL client', () => {
       });
       await expect(failing).rejects.toThrow('decided against it');
       expect((await client.query('select n from counter where n = 100')).rows).toEqual([]);
-    });
-  });
-
-  describe('with urgent work (urgently)', () => {
-    it('runs a queued urgent statement before the normal ones queued before it', async () => {
-      const order: string[] = [];
-      let release: () => void = () => undefined;
-      const released = new Promise<void>((resolve) => (release = resolve));
-      // A transaction has the connection until the test releases it; meanwhile the others queue.
-      const holding = client.transaction(async (tx) => {
-        await tx.query('select 1');
-        await released;
-      });
-      const normal = client.query('select 1').then(() => order.push('normal'));
-      const urgent = urgently(() => client.query('select 1')).then(() => order.push('urgent'));
-      release();
-      await Promise.all([holding, normal, urgent]);
-      expect(order).toEqual(['urgent', 'normal']);
     });
   });
 

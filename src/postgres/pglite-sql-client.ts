@@ -7,8 +7,6 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InProcessSessionLocks } from './in-process-session-locks.js';
-import { StatementTurns, type StatementTurnsOptions } from './statement-turns.js';
-import { isUrgent } from './urgent-work.js';
 import {
   IN_FAILED_TRANSACTION,
   sqlErrorInfo,
@@ -25,22 +23,12 @@ import {
  * every transaction goes through its `transaction()` API, which queues callers, so concurrent
  * requests never interleave BEGIN/COMMIT. Inside `transaction(fn)`, `fn` must use `tx` only:
  * a query on the client itself would wait for the transaction that waits for it.
- *
- * Statements and transactions take turns here first (`StatementTurns`), so that urgent work
- * (urgent-work.ts: the timer role firing due timers) goes ahead of the other roles' statements,
- * which it holds back for at most `maxHoldMs` (default 500 ms) while it is under way.
  */
 export class PgliteSqlClient implements SqlClient {
   readonly inProcess = true;
   private readonly listeners = new Map<string, Set<{ onNotify: (payload: string) => void }>>();
-  private readonly turns: StatementTurns;
 
-  constructor(
-    readonly db: PGlite,
-    turns: StatementTurnsOptions = { maxHoldMs: 500 },
-  ) {
-    this.turns = new StatementTurns(turns);
-  }
+  constructor(readonly db: PGlite) {}
 
   /**
    * Opens a database persisted in `dataDir`, or in memory when absent. A missing or empty
@@ -57,15 +45,11 @@ export class PgliteSqlClient implements SqlClient {
   }
 
   async query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {
-    const result = await this.turns.run(isUrgent(), () => this.db.query<T>(statementText(sql), params));
+    const result = await this.db.query<T>(statementText(sql), params);
     return { rows: result.rows };
   }
 
   transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.turns.run(isUrgent(), () => this.runTransaction(fn, options));
-  }
-
-  private runTransaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions): Promise<T> {
     return this.db.transaction(async (tx) => {
       if (options.asynchronousCommit === true) await tx.query('set local synchronous_commit = off');
       // Queued writes run in order with the rest; the first to fail fails the transaction.
@@ -115,7 +99,6 @@ export class PgliteSqlClient implements SqlClient {
   }
 
   async close(): Promise<void> {
-    this.turns.close();
     await this.db.close();
   }
 }

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type LeaseGrant, LeaseLostError, type LeaseStore } from '../core/lease.port.js';
 import { ensureTables } from './checkpoint-store.js';
-import { withUrgency } from './urgent-work.js';
 import {
   reusable,
   sqlErrorInfo,
@@ -64,14 +63,11 @@ export class SqlLeases implements LeaseStore {
     return row === undefined ? null : { role, shard, holder, epoch: Number(row.epoch) };
   }
 
-  /** Urgent (urgent-work.ts): a renewal held back behind other work could cost the role its lease. */
   async renew(grant: LeaseGrant, ttlMs: number): Promise<boolean> {
-    const { rows } = await withUrgency(true, () =>
-      this.sql.query(
-        reusable(`update flostra_leases set expires_at = now() + $4 * interval '1 millisecond'
+    const { rows } = await this.sql.query(
+      reusable(`update flostra_leases set expires_at = now() + $4 * interval '1 millisecond'
        where role = $1 and shard = $2 and epoch = $3 returning epoch`),
-        [grant.role, grant.shard, grant.epoch, ttlMs],
-      ),
+      [grant.role, grant.shard, grant.epoch, ttlMs],
     );
     return rows.length > 0;
   }

@@ -1,10 +1,6 @@
-import { isUrgent, withUrgency } from '../../postgres/urgent-work.js';
-
 /** A caller waiting in a batch: its request, and how to answer it. */
 export interface Pending<Req, Res> {
   request: Req;
-  /** Made from urgent work (urgent-work.ts): the batch that carries it is sent as urgent. */
-  urgent: boolean;
   resolve(result: Res): void;
   reject(error: unknown): void;
 }
@@ -20,9 +16,7 @@ export interface StatementBatcherOptions {
  * Groups requests into batches without a timer: while `maxInFlight` batches are out, new
  * requests queue, and the next batch carries all of them (up to `maxBatch`) in one statement.
  * A request to an idle batcher leaves at once, alone. Requests made in one turn of the event
- * loop start together. `send` answers every request of its batch and never throws. A batch
- * is sent as urgent (urgent-work.ts) when any of its requests was made from urgent work, and
- * as not urgent otherwise, whichever call chain sends it.
+ * loop start together. `send` answers every request of its batch and never throws.
  */
 export class StatementBatcher<Req, Res> {
   private readonly queue: Pending<Req, Res>[] = [];
@@ -40,7 +34,7 @@ export class StatementBatcher<Req, Res> {
 
   add(request: Req): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
-      this.queue.push({ request, urgent: isUrgent(), resolve, reject });
+      this.queue.push({ request, resolve, reject });
       // Once per turn, after its synchronous code: requests made together start together.
       if (this.scheduled) return;
       this.scheduled = true;
@@ -55,8 +49,7 @@ export class StatementBatcher<Req, Res> {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.inFlight += 1;
-      const urgent = batch.some((pending) => pending.urgent);
-      void withUrgency(urgent, () => this.send(batch)).finally(() => {
+      void this.send(batch).finally(() => {
         this.inFlight -= 1;
         this.pump();
       });

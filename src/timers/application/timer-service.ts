@@ -12,7 +12,6 @@ import type { ExecutionEvent } from '../../executions/domain/execution.events.js
 import { realLeaseTime } from '../../core/leadership.js';
 import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { SqlClient } from '../../postgres/sql-client.port.js';
-import { urgently } from '../../postgres/urgent-work.js';
 import type { DueTimer, TimerTable } from '../infrastructure/timer-table.js';
 import { planTimers } from './timer-plan.js';
 
@@ -115,16 +114,8 @@ export class TimerService {
     this.runner.wake(Math.min(...plan.upserts.map((u) => u.dueMs)));
   }
 
-  /**
-   * Claims and fires the timers due now (one bounded batch); returns how many were claimed. As
-   * urgent database work (urgent-work.ts): on the embedded database, its statements go ahead
-   * of the other roles', which wait (a bounded time) until the batch is fired.
-   */
-  fireDue(): Promise<number> {
-    return urgently(() => this.claimAndFire());
-  }
-
-  private async claimAndFire(): Promise<number> {
+  /** Claims and fires the timers due now (one bounded batch); returns how many were claimed. */
+  async fireDue(): Promise<number> {
     const due = await this.deps.timers.claimDue(this.deps.clock.now().getTime(), this.options.dueBatchSize, this.options.claimMs);
     // The timers of one execution fire together, in one append: never two firings racing on its stream.
     const groups = [...groupBy(due, (timer) => timer.executionId).values()];
