@@ -26,6 +26,8 @@ export interface InProcessControlPlaneDeps {
   logger: Logger;
   /** The worker's bearer token: authenticated again on every call, as each HTTP request is. */
   token: string;
+  /** A call not answered within it fails as unavailable, as the HTTP client's does; 10 s by default. */
+  timeoutMs?: number;
 }
 
 /**
@@ -103,15 +105,26 @@ export class InProcessControlPlane implements ControlPlane {
       try {
         const principal = this.deps.registry.authenticate(this.deps.token);
         if (principal === null) throw new UnauthenticatedError('unknown or revoked bearer token');
-        return await work(principal);
+        return await this.answeredInTime(work(principal));
       } catch (error) {
         throw this.failure(name, error);
       }
     });
   }
 
+  /** The call's answer, or ControlPlaneUnavailableError once the timeout passed without one (the handler goes on). */
+  private answeredInTime<T>(answer: Promise<T>): Promise<T> {
+    const timeoutMs = this.deps.timeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ControlPlaneUnavailableError(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+  }
+
   /** What the HTTP client would have made of the problem the HTTP edge answers for `error`. */
   private failure(name: string, error: unknown): Error {
+    if (error instanceof ControlPlaneUnavailableError) return error;
     const { problem, unexpected } = toProblem(error);
     if (unexpected) this.deps.logger.error('unhandled error', { call: name, err: error });
     if (problem.status >= 500 || problem.status === 429) {
