@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import type { INestApplication } from '@nestjs/common';
 import { createApp } from '../src/app/create-app.js';
+import { workerControlPlaneRoute } from '../src/app/in-process-control-plane.js';
 import { TokenRegistry } from '../src/auth/token-registry.js';
 import type { TokenEntry } from '../src/auth/tokens-file.schema.js';
 import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
@@ -15,6 +16,7 @@ import { createLogger, type Logger } from '../src/core/logger.js';
 import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
+import type { ControlPlaneRoute } from '../src/worker/runtime/worker.service.js';
 import type { SqlClient } from '../src/postgres/sql-client.port.js';
 import { countSqlTraffic, type SqlTraffic } from './sql-traffic.js';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
@@ -97,13 +99,16 @@ export interface BenchApp {
   app: INestApplication;
   url: string;
   logger: Logger;
+  /** Where a worker in this process sends its claims: in process unless FLOSTRA_WORKER_TRANSPORT=http. */
+  workerRoute(token: string): ControlPlaneRoute;
 }
 
 /** Every role of the app on the stack, silent, listening on a free loopback port; `clock` is the real one unless given. */
 export async function startBenchApp(stack: BenchStack, tokens: readonly TokenEntry[], clock: Clock = systemClock): Promise<BenchApp> {
   const logger = createLogger({ level: 'silent' });
+  const config = loadConfig({ LOG_LEVEL: 'silent', FLOSTRA_WORKER_TRANSPORT: process.env.FLOSTRA_WORKER_TRANSPORT });
   const app = await createApp({
-    config: loadConfig({ LOG_LEVEL: 'silent' }),
+    config,
     store: stack.store,
     readModelSql: stack.sql,
     bus: stack.bus,
@@ -114,7 +119,7 @@ export async function startBenchApp(stack: BenchStack, tokens: readonly TokenEnt
   });
   await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-  return { app, url, logger };
+  return { app, url, logger, workerRoute: (token) => workerControlPlaneRoute(app, config, token, url) };
 }
 
 /** PUT a workflow into workspace `bench`; throws on anything but success. */

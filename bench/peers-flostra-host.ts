@@ -42,10 +42,10 @@ async function main() {
         }
       : { mode: 'embedded' },
   );
-  const { app, url, logger } = await startBenchApp(stack, [
+  const { app, url, logger, workerRoute } = await startBenchApp(stack, [
     { token, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
   ]);
-  const worker = createWorker({ bus: stack.bus, apiUrl: url, token, logger, concurrency: 16, egressAllow: [] });
+  const worker = createWorker({ ...workerRoute(token), bus: stack.bus, logger, concurrency: 16, egressAllow: [] });
   await worker.start();
   await publishBenchWorkflow(url, token, 'diamond', DIAMOND);
 

@@ -8,6 +8,7 @@ import { randomIds } from './core/ids.js';
 import { createLogger, quietUntilStarted, type Logger } from './core/logger.js';
 import { loadTokens, workerTokenOf } from './auth/tokens.loader.js';
 import { createApp } from './app/create-app.js';
+import { workerControlPlaneRoute } from './app/in-process-control-plane.js';
 import { openInfrastructure } from './app/infrastructure.js';
 import { parsePublishBody, PublishWorkflowCommand, PublishWorkflowHandler } from './workflows/application/publish-workflow.handler.js';
 import { DEMO_WORKFLOW_NAME, demoWorkflow } from './app/demo-workflow.js';
@@ -70,9 +71,8 @@ async function main(): Promise<void> {
   let worker: WorkerService | null = null;
   if (workerToken !== null) {
     worker = createWorker({
+      ...workerControlPlaneRoute(app, config, workerToken, url),
       bus: infra.bus,
-      apiUrl: config.apiUrl ?? url,
-      token: workerToken,
       logger,
       concurrency: config.workerConcurrency,
       egressAllow: config.egressAllow,

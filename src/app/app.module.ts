@@ -40,7 +40,7 @@ export interface AppDependencies extends CoreDependencies {
 /**
  * The one place that turns FLOSTRA_ROLES into modules: a module runs its process while it
  * lives, so a role's module is imported only when the role is. (The worker role is no module:
- * it talks to the api over HTTP, see main.ts.)
+ * main.ts starts it beside the app, calling the api in process or over HTTP.)
  */
 export function roleModules(config: AppConfig): Type[] {
   const modules: Type[] = [];

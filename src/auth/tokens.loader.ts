@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, isEmbedded, runsRole, type AppConfig } from '../config/config.js';
+import { ConfigError, isEmbedded, runsRole, type AppConfig, workerTransportOf } from '../config/config.js';
 import type { Logger } from '../core/logger.js';
 import { TokenRegistry } from './token-registry.js';
 import { TokensReloader, type TokensSource } from './tokens-reloader.js';
@@ -173,7 +173,7 @@ export async function loadTokens(config: AppConfig, logger: Logger): Promise<Loa
 export function workerTokenOf(config: AppConfig, tokens: LoadedTokens): string {
   if (config.workerToken !== null) {
     // The worker calls this very process: a token its registry refuses would fail every claim.
-    const callsThisProcess = config.apiUrl === null && runsRole(config, 'api');
+    const callsThisProcess = workerTransportOf(config) === 'in-process' || (config.apiUrl === null && runsRole(config, 'api'));
     if (callsThisProcess && !tokens.registry.authenticate(config.workerToken)?.global.has('worker')) {
       const where = config.tokensFile !== null ? `FLOSTRA_TOKENS_FILE (${config.tokensFile})` : 'the dev tokens';
       throw new ConfigError(`FLOSTRA_WORKER_TOKEN: not a token with the global worker role in ${where}`, ['FLOSTRA_WORKER_TOKEN']);

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { inspect } from 'node:util';
-import { ConfigError, DEFAULT_MAX_BODY_BYTES, isEmbedded, loadConfig, PROCESS_ROLES } from './config.js';
+import { ConfigError, DEFAULT_MAX_BODY_BYTES, isEmbedded, loadConfig, PROCESS_ROLES, workerTransportOf } from './config.js';
 
 function configError(env: NodeJS.ProcessEnv): ConfigError {
   try {
@@ -88,6 +88,7 @@ describe('loadConfig', () => {
       FLOSTRA_MAX_BODY_BYTES: '2048',
       FLOSTRA_API_URL: 'http://api:3000/',
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
+      FLOSTRA_WORKER_TRANSPORT: 'HTTP',
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
@@ -128,6 +129,7 @@ describe('loadConfig', () => {
       maxBodyBytes: 2048,
       apiUrl: 'http://api:3000',
       workerToken: 'secret-worker-token',
+      workerTransport: 'http',
       workerConcurrency: 16,
       projectorGatherMs: 0,
       egressAllow: ['10.1.0.0/16', '.corp.example'],
@@ -167,6 +169,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ EVENT_STORE_URL: url }).eventStore).toEqual({ kind, url });
   });
 
+  it.each([
+    [{}, 'in-process'],
+    [{ FLOSTRA_API_URL: 'http://api:3000' }, 'http'],
+    [{ FLOSTRA_ROLES: 'worker,dispatcher' }, 'http'],
+    [{ FLOSTRA_WORKER_TRANSPORT: 'http' }, 'http'],
+    [{ FLOSTRA_WORKER_TRANSPORT: 'IN-PROCESS', FLOSTRA_API_URL: 'http://api:3000' }, 'in-process'],
+  ])('a worker with %j reaches the api %s', (env, transport) => {
+    expect(workerTransportOf(loadConfig(env))).toBe(transport);
+  });
+
   describe('names the variable at fault', () => {
     it.each([
       ['PORT', 'abc', 'PORT: expected an integer 0-65535, got "abc"'],
@@ -189,6 +201,7 @@ describe('loadConfig', () => {
       ['LOG_LEVEL', 'loud', 'LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"'],
       ['FLOSTRA_API_URL', 'ftp://api', 'FLOSTRA_API_URL: expected an http:// or https:// URL of the api, got "ftp://api"'],
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
+      ['FLOSTRA_WORKER_TRANSPORT', 'grpc', 'FLOSTRA_WORKER_TRANSPORT: expected one of auto, in-process, http, got "grpc"'],
       ['FLOSTRA_METRICS_PORT', '70000', 'FLOSTRA_METRICS_PORT: expected an integer 0-65535, got "70000"'],
       ['FLOSTRA_METRICS_MAX_WORKSPACES', '10001', 'FLOSTRA_METRICS_MAX_WORKSPACES: expected an integer 0-10000, got "10001"'],
       [
@@ -240,6 +253,12 @@ describe('loadConfig', () => {
       const error = configError({ [variable]: value });
       expect(error.message).toContain(message);
       expect(error.variables).toEqual([variable]);
+    });
+
+    it('refuses an in-process worker transport in a process without the api role', () => {
+      const error = configError({ FLOSTRA_WORKER_TRANSPORT: 'in-process', FLOSTRA_ROLES: 'worker,dispatcher' });
+      expect(error.message).toContain('FLOSTRA_WORKER_TRANSPORT: in-process needs the api role in FLOSTRA_ROLES');
+      expect(error.variables).toEqual(['FLOSTRA_WORKER_TRANSPORT']);
     });
 
     it('lists every invalid variable at once', () => {

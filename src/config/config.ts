@@ -9,6 +9,9 @@ export type ProcessRole = (typeof PROCESS_ROLES)[number];
 
 const LOG_THRESHOLDS = ['debug', 'info', 'warn', 'error', 'silent'] as const satisfies readonly LogThreshold[];
 
+/** FLOSTRA_WORKER_TRANSPORT: see `workerTransportOf`. */
+const WORKER_TRANSPORTS = ['auto', 'in-process', 'http'] as const;
+
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /** See `ProjectorOptions.gatherMs`. */
@@ -171,6 +174,10 @@ const envSchema = z.object({
       : fail(ctx, 'expected an http:// or https:// URL of the api');
   }),
   FLOSTRA_WORKER_TOKEN: optional.transform((raw) => raw ?? null),
+  FLOSTRA_WORKER_TRANSPORT: optional.transform((raw, ctx) => {
+    const transport = raw?.toLowerCase() ?? 'auto';
+    return WORKER_TRANSPORTS.find((known) => known === transport) ?? fail(ctx, `expected one of ${WORKER_TRANSPORTS.join(', ')}`);
+  }),
   FLOSTRA_WORKER_CONCURRENCY: optional.transform((raw, ctx) => {
     if (raw === undefined) return 8;
     const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
@@ -271,6 +278,8 @@ function toConfig(env: Env) {
     apiUrl: env.FLOSTRA_API_URL,
     /** Bearer token of the worker role; null: the dev worker token (embedded mode without a tokens file only). */
     workerToken: env.FLOSTRA_WORKER_TOKEN,
+    /** How the worker role reaches the api: `auto` is in process when it shares the api's process (see `workerTransportOf`). */
+    workerTransport: env.FLOSTRA_WORKER_TRANSPORT,
     /** Attempts one worker process runs at once. */
     workerConcurrency: env.FLOSTRA_WORKER_CONCURRENCY,
     /** How long a projector holds a short batch back for more while appends stream in; 0: never. */
@@ -358,6 +367,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           });
         }
       }
+      // The worker's calls go to this process's handlers: they must be here.
+      if (env.FLOSTRA_WORKER_TRANSPORT === 'in-process' && !(env.FLOSTRA_ROLES as readonly string[]).includes('api')) {
+        ctx.addIssue({ code: 'custom', path: ['FLOSTRA_WORKER_TRANSPORT'], message: 'in-process needs the api role in FLOSTRA_ROLES' });
+      }
       // A holder must get at least one renewal in before its lease runs out.
       if (env.FLOSTRA_LEASE_RENEW_MS * 2 > env.FLOSTRA_LEASE_TTL_MS) {
         ctx.addIssue({
@@ -385,6 +398,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 /** True when this process runs `role` (FLOSTRA_ROLES). */
 export function runsRole(config: AppConfig, role: ProcessRole): boolean {
   return config.roles.includes(role);
+}
+
+/**
+ * How this process's worker role reaches the control plane: `in-process` calls the api's
+ * handlers directly (same token check, same commands, no HTTP); `http` goes over the network.
+ * `auto` is in process when this process runs the api and FLOSTRA_API_URL does not send the
+ * worker elsewhere.
+ */
+export function workerTransportOf(config: AppConfig): 'in-process' | 'http' {
+  if (config.workerTransport !== 'auto') return config.workerTransport;
+  return runsRole(config, 'api') && config.apiUrl === null ? 'in-process' : 'http';
 }
 
 /**

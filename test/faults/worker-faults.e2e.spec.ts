@@ -5,8 +5,9 @@ import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
+import { type HistoryEvent, workspaceA } from '../support/workspace-a.js';
 
-type Event = { type: string; position: string; data: Record<string, unknown> };
+type Event = HistoryEvent;
 
 /** Faults of issue 3 that need no second process: one app, its worker, the in-process bus. */
 describe('the worker under injected faults (embedded stack)', () => {
@@ -23,25 +24,9 @@ describe('the worker under injected faults (embedded stack)', () => {
     api = client(t.url);
   }
 
-  async function publishAndStart(name: string, graph: object, input: object = {}) {
-    const put = await api.put(`/v1/workspaces/ws-a/workflows/${name}`, { token: TOKENS.adminA, body: graph });
-    expect([200, 201]).toContain(put.status);
-    const started = await api.post(`/v1/workspaces/ws-a/workflows/${name}/executions`, { token: TOKENS.operatorA, body: { input } });
-    expect(started.status).toBe(201);
-    return started.body.executionId as string;
-  }
-
-  const history = async (executionId: string): Promise<Event[]> =>
-    (await api.get(`/v1/executions/${executionId}/history?limit=1000`, { token: TOKENS.viewerA })).body.events;
-
-  const untilStatus = (executionId: string, statuses: string[]) =>
-    eventually(
-      async () => {
-        const view = await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA });
-        return statuses.includes(view.body.status) ? view.body : false;
-      },
-      `execution ${executionId} to reach ${statuses.join('|')}`,
-    );
+  const publishAndStart = (name: string, graph: object, input: object = {}) => workspaceA(api).publishAndStart(name, graph, input);
+  const history = (executionId: string) => workspaceA(api).history(executionId);
+  const untilStatus = (executionId: string, statuses: string[]) => workspaceA(api).untilStatus(executionId, statuses);
 
   const indexOf = (events: Event[], type: string, nodeId: string) =>
     events.findIndex((e) => e.type === type && e.data['nodeId'] === nodeId);

@@ -1,9 +1,10 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp } from '../../src/app/create-app.js';
+import { InProcessControlPlane } from '../../src/app/in-process-control-plane.js';
 import { TokenRegistry } from '../../src/auth/token-registry.js';
 import { loadTokens } from '../../src/auth/tokens.loader.js';
 import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
-import { loadConfig, transformLimits } from '../../src/config/config.js';
+import { type AppConfig, loadConfig, transformLimits } from '../../src/config/config.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { randomIds } from '../../src/core/ids.js';
 import { createLogger, type Logger, type LogThreshold } from '../../src/core/logger.js';
@@ -43,7 +44,8 @@ export const TOKENS = {
   taskWorkerB: 'token-task-worker-b',
 } as const;
 
-const ENTRIES: TokenEntry[] = [
+/** The grants of `TOKENS`, as the test app's registry holds them. */
+export const TOKEN_ENTRIES: readonly TokenEntry[] = [
   { token: TOKENS.adminA, subject: 'alice', workspaces: { 'ws-a': 'admin' }, global: [] },
   { token: TOKENS.editorA, subject: 'eve', workspaces: { 'ws-a': 'editor' }, global: [] },
   { token: TOKENS.operatorA, subject: 'oscar', workspaces: { 'ws-a': 'operator' }, global: [] },
@@ -76,7 +78,7 @@ export interface TestApp {
 export interface TestAppOptions {
   /** The bus: in-process by default; pass a KafkaBus for the full stack. */
   bus?: Bus;
-  /** Also run a worker (over HTTP to this app, on the same bus). */
+  /** Also run a worker (over HTTP to this app, or in process: see `workerTransport`; on the same bus). */
   worker?: boolean | { concurrency?: number; egressAllow?: string[] };
   /** Projector tunables and hooks (batch sizes, fault injection). */
   projector?: Partial<ProjectorOptions>;
@@ -133,6 +135,16 @@ export async function openTestStore(
   };
 }
 
+/**
+ * How a test app's worker reaches it: over HTTP unless the test's env says
+ * FLOSTRA_WORKER_TRANSPORT=in-process, or FLOSTRA_TEST_WORKER_TRANSPORT does so for a whole run
+ * (`FLOSTRA_TEST_WORKER_TRANSPORT=in-process npm run test:only -- <suites>`).
+ */
+export function workerTransport(config: AppConfig): 'in-process' | 'http' {
+  if (config.workerTransport !== 'auto') return config.workerTransport;
+  return process.env.FLOSTRA_TEST_WORKER_TRANSPORT === 'in-process' ? 'in-process' : 'http';
+}
+
 function testLogLevel(): LogThreshold {
   const level = process.env.FLOSTRA_TEST_LOG_LEVEL;
   return level === 'debug' || level === 'info' || level === 'warn' || level === 'error' ? level : 'silent';
@@ -157,7 +169,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     clock,
     ids: randomIds,
     logger,
-    registry: tokens?.registry ?? new TokenRegistry(ENTRIES),
+    registry: tokens?.registry ?? new TokenRegistry(TOKEN_ENTRIES),
     projector: options.projector,
   });
   // Every response of every suite is checked against its route's OpenAPI contract.
@@ -168,10 +180,10 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   let worker: WorkerService | null = null;
   if (options.worker) {
     const settings = options.worker === true ? {} : options.worker;
+    const token = config.workerToken ?? TOKENS.worker;
     worker = createWorker({
+      ...(workerTransport(config) === 'in-process' ? { controlPlane: InProcessControlPlane.of(app, token) } : { apiUrl: url, token }),
       bus,
-      apiUrl: url,
-      token: config.workerToken ?? TOKENS.worker,
       logger,
       concurrency: settings.concurrency ?? 4,
       egressAllow: settings.egressAllow ?? [],

@@ -2,13 +2,9 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { Principal } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
-import { parseBody, parseId } from '../../http/validation.js';
-import { ClaimAttemptCommand } from '../application/claim-attempt.handler.js';
-import { CompleteAttemptCommand } from '../application/complete-attempt.handler.js';
-import { HeartbeatAttemptCommand } from '../application/heartbeat-attempt.handler.js';
-import { claimBodySchema, completeBodySchema, heartbeatBodySchema } from '../application/request-schemas.js';
 import { ApiRoute } from '../../http/openapi/route-contract.js';
 import { claimAttemptContract, completeAttemptContract, heartbeatContract } from './worker-protocol.contract.js';
+import { claimCommandOf, completeCommandOf, heartbeatCommandOf } from './worker-protocol.requests.js';
 
 /** The worker's synchronous protocol: claim, heartbeat, complete (docs/api.md, Worker protocol). */
 @Controller('v1/executions/:executionId/attempts/:attemptId')
@@ -24,9 +20,7 @@ export class WorkerProtocolController {
     @Param('attemptId') attemptId: string,
     @Body() body: unknown,
   ) {
-    const [execution, attempt] = [parseId(executionId, 'executionId'), parseId(attemptId, 'attemptId')];
-    const { workerId } = parseBody(claimBodySchema, body);
-    return this.commands.execute(new ClaimAttemptCommand(p, execution, attempt, workerId));
+    return this.commands.execute(claimCommandOf(p, executionId, attemptId, body));
   }
 
   @ApiRoute(heartbeatContract)
@@ -38,9 +32,7 @@ export class WorkerProtocolController {
     @Param('attemptId') attemptId: string,
     @Body() body: unknown,
   ) {
-    const [execution, attempt] = [parseId(executionId, 'executionId'), parseId(attemptId, 'attemptId')];
-    const { workerId, fencingToken } = parseBody(heartbeatBodySchema, body);
-    return this.commands.execute(new HeartbeatAttemptCommand(p, execution, attempt, workerId, fencingToken));
+    return this.commands.execute(heartbeatCommandOf(p, executionId, attemptId, body));
   }
 
   @ApiRoute(completeAttemptContract)
@@ -52,7 +44,6 @@ export class WorkerProtocolController {
     @Param('attemptId') attemptId: string,
     @Body() body: unknown,
   ) {
-    const [execution, attempt] = [parseId(executionId, 'executionId'), parseId(attemptId, 'attemptId')];
-    return this.commands.execute(new CompleteAttemptCommand(p, execution, attempt, parseBody(completeBodySchema, body)));
+    return this.commands.execute(completeCommandOf(p, executionId, attemptId, body));
   }
 }

@@ -4,12 +4,12 @@ import type { Response } from 'express';
 import type { Principal } from '../../auth/authorization.js';
 import { CurrentPrincipal } from '../../auth/current-principal.decorator.js';
 import { ApiRoute } from '../../http/openapi/route-contract.js';
-import { parseBody, parseId, parseParams } from '../../http/validation.js';
+import { parseBody, parseParams } from '../../http/validation.js';
 import { DeleteSecretCommand } from '../application/delete-secret.handler.js';
 import { ListSecretsQuery } from '../application/list-secrets.handler.js';
 import { PutSecretCommand } from '../application/put-secret.handler.js';
-import { putSecretBodySchema, resolveSecretsBodySchema, secretParamsSchema, secretsParamsSchema } from '../application/request-schemas.js';
-import { ResolveAttemptSecretsQuery } from '../application/resolve-attempt-secrets.handler.js';
+import { putSecretBodySchema, secretParamsSchema, secretsParamsSchema } from '../application/request-schemas.js';
+import { resolveSecretsQueryOf } from './secret-resolution.request.js';
 import { deleteSecretContract, listSecretsContract, putSecretContract, resolveAttemptSecretsContract } from './secrets.contract.js';
 
 /** A workspace's secrets over HTTP: names and versions in, never a value out (docs/api.md, "Secrets"). */
@@ -66,8 +66,6 @@ export class SecretResolutionController {
     @Param('attemptId') attemptId: string,
     @Body() body: unknown,
   ) {
-    const [execution, attempt] = [parseId(executionId, 'executionId'), parseId(attemptId, 'attemptId')];
-    const { workerId, fencingToken, names } = parseBody(resolveSecretsBodySchema, body);
-    return this.queries.execute(new ResolveAttemptSecretsQuery(principal, execution, attempt, workerId, fencingToken, names));
+    return this.queries.execute(resolveSecretsQueryOf(principal, executionId, attemptId, body));
   }
 }

@@ -5,7 +5,7 @@ import { type Context, inSpan, SpanKind } from '../../observability/tracing.js';
 import { runDag } from '../dag/dag-runner.js';
 import type { Evaluate, ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
-import { ClaimRefusedError, type ClaimReply, type ControlPlaneClient } from './control-plane.client.js';
+import { ClaimRefusedError, type ClaimReply, type ControlPlane } from './control-plane.port.js';
 import type { DispatchMessage } from '../../dispatch/dispatch-message.js';
 import type { IngestWatch } from './ingest-watch.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -18,7 +18,7 @@ import { ResultPublisher, ResultTooLargeError, resultOf, type ResultBody } from 
 
 export interface AttemptRunnerOptions {
   bus: Bus;
-  client: ControlPlaneClient;
+  client: ControlPlane;
   executeNode: ExecuteNode;
   isPure?: (node: WorkflowNode) => boolean;
   /** Evaluates the items expression of map nodes (the transform sandbox). */

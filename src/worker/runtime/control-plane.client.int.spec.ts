@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ClaimRefusedError, ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
+import { ControlPlaneClient } from './control-plane.client.js';
+import { ClaimRefusedError, ControlPlaneUnavailableError } from './control-plane.port.js';
 
 /** A loopback control plane that answers each path as the test says, and records what it got. */
 describe('ControlPlaneClient', () => {

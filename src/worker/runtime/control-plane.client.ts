@@ -1,70 +1,32 @@
-import { executionErrorSchema } from '../../executions/domain/execution.events.js';
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
 import { traceMessageHeaders } from '../../core/traceparent.js';
 import { currentTraceHeaders } from '../../observability/tracing.js';
-import { workflowGraphSchema, type WorkflowGraph } from '../../workflows/domain/workflow-graph.schema.js';
-
-/** What a won claim hands the worker (docs/api.md, "Worker protocol"), checked at the edge. */
-export const claimReplySchema = z.object({
-  executionId: z.string(),
-  workspaceId: z.string(),
-  attemptId: z.string(),
-  attemptNumber: z.number().int(),
-  fencingToken: z.number().int(),
-  leaseExpiresAt: z.string(),
-  heartbeatIntervalMs: z.number().int().min(1),
-  workflow: z.object({
-    workflowId: z.string(),
-    name: z.string(),
-    revision: z.number().int(),
-    digest: z.string(),
-    graph: workflowGraphSchema,
-  }),
-  input: z.record(z.string(), z.unknown()),
-  completedNodes: z.record(z.string(), z.unknown()),
-  /** Absent from control planes older than task nodes. */
-  failedNodes: z.record(z.string(), executionErrorSchema).optional(),
-  /** Outputs of map items finished earlier, by map node id, then item index; absent from control planes older than maps. */
-  completedItems: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
-});
-export type ClaimReply = z.infer<typeof claimReplySchema>;
+import {
+  CheckedGraphs,
+  ClaimRefusedError,
+  claimReplySchema,
+  type ClaimReply,
+  type ControlPlane,
+  ControlPlaneUnavailableError,
+  heartbeatReplySchema,
+  type HeartbeatReply,
+} from './control-plane.port.js';
 
 /** The claim reply with its graph left unchecked: checked once per workflow digest (see `claim`). */
 const claimEnvelopeSchema = claimReplySchema.extend({ workflow: claimReplySchema.shape.workflow.extend({ graph: z.unknown() }) });
 
-/** Graphs already checked, by workflow digest: the workflows this worker runs again and again. */
-const CHECKED_GRAPHS = 256;
-
-const heartbeatReplySchema = z.object({ leaseExpiresAt: z.string(), cancelRequested: z.boolean() });
-
-export type HeartbeatReply = z.infer<typeof heartbeatReplySchema>;
-
-/** The control plane said no (409/404): the worker must not run or must stop. */
-export class ClaimRefusedError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    detail: string,
-  ) {
-    super(`${code}: ${detail}`);
-  }
-}
-
-/** The control plane could not be reached or failed (network, 5xx): worth trying again. */
-export class ControlPlaneUnavailableError extends Error {}
-
 /**
- * The worker's only way to the control plane's state: synchronous HTTP. Only the claim winner
- * runs (promise 3, docs/architecture.md), so the claim must be an answered request, never a fire-and-forget message.
- * Requests go over node:http(s) with kept-alive connections: a claim and a heartbeat per
- * attempt are the worker's hot path, and fetch's streams cost several times more CPU here.
+ * The ControlPlane over HTTP: a worker in a process of its own reaches the api this way, its
+ * replies checked at the edge with zod. Requests go over node:http(s) with kept-alive
+ * connections: a claim and a heartbeat per attempt are the worker's hot path, and fetch's
+ * streams cost several times more CPU here.
  */
-export class ControlPlaneClient {
+export class ControlPlaneClient implements ControlPlane {
   private readonly base: URL;
   private readonly agent: http.Agent;
-  private readonly checkedGraphs = new Map<string, WorkflowGraph>();
+  private readonly checkedGraphs = new CheckedGraphs();
 
   constructor(
     baseUrl: string,
@@ -76,20 +38,10 @@ export class ControlPlaneClient {
     this.agent = this.base.protocol === 'https:' ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   }
 
-  /**
-   * Claims an attempt. The reply is checked at the edge; its graph, the largest part, only the
-   * first time its workflow digest comes: the digest names the published revision's exact
-   * content, so later replies of that revision run the graph checked then.
-   */
+  /** Claims an attempt. The reply is checked at the edge, its graph once per workflow digest. */
   async claim(executionId: string, attemptId: string, workerId: string): Promise<ClaimReply> {
     const reply = claimEnvelopeSchema.parse(await this.post(`/v1/executions/${executionId}/attempts/${attemptId}/claim`, { workerId }));
-    const { digest } = reply.workflow;
-    let graph = this.checkedGraphs.get(digest);
-    if (graph === undefined) {
-      graph = workflowGraphSchema.parse(reply.workflow.graph);
-      this.checkedGraphs.set(digest, graph);
-      if (this.checkedGraphs.size > CHECKED_GRAPHS) this.checkedGraphs.delete(this.checkedGraphs.keys().next().value!);
-    }
+    const graph = this.checkedGraphs.of(reply.workflow.digest, reply.workflow.graph);
     return { ...reply, workflow: { ...reply.workflow, graph } };
   }
 

@@ -5,12 +5,12 @@ import { CodeSandbox } from '../../sandbox/code-sandbox.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from '../nodes/node-registry.js';
 import { TransformSandbox, type TransformSandboxOptions } from '../nodes/transform-sandbox.js';
-import { WorkerService } from './worker.service.js';
+import { type ControlPlaneRoute, WorkerService } from './worker.service.js';
 
-export interface CreateWorkerOptions {
+export type CreateWorkerOptions = WorkerSettings & ControlPlaneRoute;
+
+interface WorkerSettings {
   bus: Bus;
-  apiUrl: string;
-  token: string;
   logger: Logger;
   concurrency: number;
   /** Allowlist entries: CIDRs (contain "/") or host names. */
@@ -31,9 +31,8 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
   const code = new CodeSandbox();
   const registry = createNodeRegistry({ egress: createEgressGuard({ allow: { cidrs, hosts } }), transform: transforms, code });
   return new WorkerService({
+    ...('controlPlane' in options ? { controlPlane: options.controlPlane } : { apiUrl: options.apiUrl, token: options.token }),
     bus: options.bus,
-    apiUrl: options.apiUrl,
-    token: options.token,
     executeNode: registry.execute,
     isPure: registry.isPure,
     evaluate: registry.evaluate,

@@ -1,5 +1,5 @@
 import type { Logger } from '../../core/logger.js';
-import { ClaimRefusedError, type ControlPlaneClient } from './control-plane.client.js';
+import { ClaimRefusedError, type ControlPlane } from './control-plane.port.js';
 import type { IngestWatch } from './ingest-watch.js';
 
 export type StopReason = 'cancel_requested' | 'lease_lost';
@@ -20,7 +20,7 @@ export class LeaseKeeper {
   reason: StopReason | null = null;
 
   constructor(
-    private readonly client: ControlPlaneClient,
+    private readonly client: ControlPlane,
     private readonly claim: {
       executionId: string;
       attemptId: string;

@@ -9,15 +9,23 @@ import { type DispatchMessage, dispatchMessageSchema } from '../../dispatch/disp
 import type { Evaluate, ExecuteNode } from '../dag/dag.types.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import { AttemptRunner } from './attempt-runner.js';
-import { ControlPlaneClient, ControlPlaneUnavailableError } from './control-plane.client.js';
+import { ControlPlaneClient } from './control-plane.client.js';
+import { type ControlPlane, ControlPlaneUnavailableError } from './control-plane.port.js';
 import { IngestWatch } from './ingest-watch.js';
 
 export const DISPATCH_DLQ_TOPIC = 'flostra.dispatch.dlq.v1';
 
-export interface WorkerOptions {
+/**
+ * Where the worker's claims, heartbeats, secret resolutions and fallback completions go: over
+ * HTTP to the api at `apiUrl` with the bearer `token`, or to a given `controlPlane` (the
+ * in-process one when the worker shares the api's process, see src/app).
+ */
+export type ControlPlaneRoute = { apiUrl: string; token: string } | { controlPlane: ControlPlane };
+
+export type WorkerOptions = WorkerSettings & ControlPlaneRoute;
+
+interface WorkerSettings {
   bus: Bus;
-  apiUrl: string;
-  token: string;
   executeNode: ExecuteNode;
   /** Node types with no outside effect (see runDag's `isPure`). */
   isPure?: (node: WorkflowNode) => boolean;
@@ -51,7 +59,7 @@ export class WorkerService {
   private resubscribe: ReturnType<typeof setTimeout> | undefined;
   private waitingForTopic = false;
   private readonly runner: AttemptRunner;
-  private readonly client: ControlPlaneClient;
+  private readonly client: ControlPlane;
   private readonly ingestWatch: IngestWatch;
   /** Attempts this process already ran: a redelivered dispatch is not claimed twice. */
   private readonly seen = new Map<string, true>();
@@ -62,7 +70,7 @@ export class WorkerService {
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-    this.client = new ControlPlaneClient(options.apiUrl, options.token);
+    this.client = 'controlPlane' in options ? options.controlPlane : new ControlPlaneClient(options.apiUrl, options.token);
     this.ingestWatch = new IngestWatch({
       bus: options.bus,
       topic: TOPICS.results,

@@ -1,6 +1,6 @@
 import type { SecretSource } from '../dag/dag.types.js';
 import { NodeError } from '../dag/node-error.js';
-import { ClaimRefusedError } from '../runtime/control-plane.client.js';
+import { ClaimRefusedError } from '../runtime/control-plane.port.js';
 import type { SecretRedactor } from './secret-redactor.js';
 
 /** Asks the control plane for the values of `names` (the attempt's live claim answers, nobody else). */

@@ -8,7 +8,7 @@ import { redactingExecutor } from './redacting-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
 import { graphOf } from '../../../test/support/worker/dag/scripted-nodes.js';
 import { contextFor } from '../../../test/support/worker/nodes/node-context.js';
-import { ClaimRefusedError, ControlPlaneUnavailableError } from '../runtime/control-plane.client.js';
+import { ClaimRefusedError, ControlPlaneUnavailableError } from '../runtime/control-plane.port.js';
 
 const CANARY = 'canary-5f0e8d1c2b3a49786';
 const node = graphOf([{ id: 'H', type: 'noop' }]).nodes[0];
