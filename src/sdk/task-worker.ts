@@ -145,8 +145,8 @@ class QueueWorker implements TaskWorker {
       queue: options.queue,
       requestTimeoutMs,
     });
-    this.fetcher = new TaskFetcher(this.api, this.workerId, this.pollWaitMs, this.polling.signal);
-    this.completions = new CompletionBatcher(this.api, (task) => this.fetcher.offer(task));
+    this.fetcher = new TaskFetcher(this.api, this.workerId, this.pollWaitMs, this.polling.signal, (task) => this.keepLease(task));
+    this.completions = new CompletionBatcher(this.api, this.fetcher);
     this.log = withDefaults(options.logger === undefined ? stderrLogger : options.logger);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
@@ -213,6 +213,8 @@ class QueueWorker implements TaskWorker {
 
   private finish(): void {
     for (const timer of this.forceTimers) clearTimeout(timer);
+    // Every slot drains the held tasks before it ends; should one be left, its lease simply runs out.
+    for (const task of this.fetcher.discardAll()) this.log.warn('a held task was not run: its lease runs out', this.fields(task));
     process.off('SIGTERM', this.signalListener);
     process.off('SIGINT', this.signalListener);
     this.state = 'stopped';
@@ -224,13 +226,14 @@ class QueueWorker implements TaskWorker {
    * One unit of concurrency: poll while free, run what came, again until the worker stops. A
    * completion takes the slot's next task in the same request; the slot polls only when it got none.
    * The slots share requests (task-batching.ts): those free in the same turn ask in one poll, and
-   * completions ready in the same turn go in one request.
+   * completions ready in the same turn go in one request, which also asks for tasks for the slots
+   * waiting in a poll (handed to them at once). Tasks this worker holds are run even once it stops.
    */
   private async slot(): Promise<void> {
     let failures = 0;
     let next: PolledTask | null = null;
     // A task the last completion took is run even when the worker is stopping: it is this worker's now.
-    while (next !== null || !this.polling.signal.aborted) {
+    while (next !== null || !this.polling.signal.aborted || this.fetcher.holding > 0) {
       let task: PolledTask | null = next;
       next = null;
       const began = Date.now();
@@ -370,6 +373,49 @@ class QueueWorker implements TaskWorker {
       this.scheduleHeartbeat(run, delayMs);
       throw error;
     }
+  }
+
+  /**
+   * Keeps the lease of a task held for a slot (TaskFetcher) until a slot takes it: heartbeats as a
+   * running task's, from its receipt. Lost or cancelled meanwhile, it is dropped without running.
+   */
+  private keepLease(task: PolledTask): () => void {
+    let timer: NodeJS.Timeout | null = null;
+    let released = false;
+    let failures = 0;
+    const beat = (delayMs: number): void => {
+      timer = setTimeout(() => {
+        timer = null;
+        this.api.heartbeat(task.taskId, { workerId: this.workerId, fencingToken: task.fencingToken }).then(
+          (answer) => {
+            failures = 0;
+            if (released) return;
+            if (!answer.cancelRequested) return beat(task.heartbeatIntervalMs);
+            this.log.info('held task cancelled before it ran: dropping it', this.fields(task));
+            this.fetcher.discard(task);
+          },
+          (error: unknown) => {
+            if (released) return;
+            if (error instanceof TaskApiError && error.leaseLost) {
+              this.log.warn('held task lost its lease before it ran: dropping it', { ...this.fields(task), code: error.code });
+              this.fetcher.discard(task);
+              return;
+            }
+            failures++;
+            const retryAfter = error instanceof TaskApiError ? error.retryAfterMs : null;
+            const delay = Math.min(task.heartbeatIntervalMs, backoffDelay(failures, this.backoff, retryAfter));
+            this.log.warn('heartbeat failed; trying again', { ...this.fields(task), error: message(error), delayMs: delay });
+            beat(delay);
+          },
+        );
+      }, delayMs);
+    };
+    this.log.debug('task held for the next free slot', this.fields(task));
+    beat(task.heartbeatIntervalMs);
+    return () => {
+      released = true;
+      if (timer) clearTimeout(timer);
+    };
   }
 
   private loseLease(run: RunningTask, code: string): void {

@@ -24,10 +24,14 @@ describe('createTaskWorker with several free slots', () => {
   function gated(concurrency: number) {
     const contexts: TaskContext[] = [];
     const releases: Array<(value: unknown) => void> = [];
-    const handler: TaskHandler = (_input, ctx) => {
+    start(concurrency, (_input, ctx) => {
       contexts.push(ctx);
       return new Promise((resolve) => releases.push(resolve));
-    };
+    });
+    return { contexts, releaseAll: (value: unknown) => releases.splice(0).forEach((release) => release(value)) };
+  }
+
+  function start(concurrency: number, handler: TaskHandler): void {
     const silent = () => undefined;
     const { url, token, workspace, queueName: queue } = double;
     worker = createTaskWorker({
@@ -37,7 +41,21 @@ describe('createTaskWorker with several free slots', () => {
       handleSignals: false,
       logger: { debug: silent, info: silent, warn: (message: string) => warnings.push(message), error: silent },
     }).start();
-    return { contexts, releaseAll: (value: unknown) => releases.splice(0).forEach((release) => release(value)) };
+  }
+
+  /** Runs tasks whose input is listed in `gates` until the test opens their gate; others end at once. Counts the handlers running. */
+  function byInput(concurrency: number, gates: string[]) {
+    const open = new Map<string, () => void>();
+    const started: string[] = [];
+    const stats = { running: 0, most: 0 };
+    start(concurrency, async (input) => {
+      started.push(String(input));
+      stats.most = Math.max(stats.most, ++stats.running);
+      if (gates.includes(String(input))) await new Promise<void>((resolve) => open.set(String(input), resolve));
+      stats.running--;
+      return input;
+    });
+    return { started, stats, release: (input: string) => open.get(input)?.() };
   }
 
   it('takes as many tasks as it has free slots in one poll, and sends the completions of one turn in one request', async () => {
@@ -85,5 +103,64 @@ describe('createTaskWorker with several free slots', () => {
     expect(double.callsOf('poll').length).toBe(polls);
     expect(first.every((t) => double.task(t.taskId).completion !== null)).toBe(true);
     g.releaseAll('done');
+  });
+
+  it('takes a completed task’s successors for the slots waiting in a poll, and sends their completions together', async () => {
+    const a = double.enqueue('a');
+    double.scheduleAfter(a.taskId, ['b', 'c']);
+    const w = byInput(3, ['a']);
+    await eventually(() => w.started.includes('a') && double.pollsWaiting === 1, 'a running, the other slots polling');
+    const polls = double.callsOf('poll').length;
+
+    w.release('a');
+    await eventually(() => double.batchBodies.length >= 2, 'the completions of a, then of b and c');
+    // One slot completed a; the two waiting in the open poll count too.
+    expect(double.batchBodies[0]).toMatchObject({ completions: [{ taskId: a.taskId }], next: 3 });
+    expect(w.started.slice(1).sort()).toEqual(['b', 'c']);
+    const siblings = (double.batchBodies[1].completions as Array<{ output: unknown }>).map((c) => c.output).sort();
+    expect(siblings).toEqual(['b', 'c']);
+    expect(double.callsOf('poll').length).toBe(polls);
+  });
+
+  /**
+   * Two slots: a runs on one while the other waits in a poll; a's completion takes b and c (its
+   * successors), b for a's slot, c for the waiting one. The poll stays open with no slot waiting
+   * in it, and a task queued now (`late`) comes back with it: one more than the worker can run.
+   */
+  async function oneTooMany() {
+    const a = double.enqueue('a');
+    double.scheduleAfter(a.taskId, ['b', 'c']);
+    const w = byInput(2, ['a', 'b', 'c']);
+    await eventually(() => w.started.includes('a') && double.pollsWaiting === 1, 'a running, the other slot polling');
+    w.release('a');
+    await eventually(() => w.started.length === 3, 'b and c running');
+    expect(double.pollsWaiting).toBe(1);
+    return { w, late: double.enqueue('late', { heartbeatIntervalMs: 20 }) };
+  }
+
+  it('holds a task its open poll brings once that poll’s slot was served otherwise, heartbeating it until a slot is free', async () => {
+    const { w, late } = await oneTooMany();
+    await eventually(() => double.task(late.taskId).workerId === 'sdk-batch', 'the open poll to bring the late task');
+    await eventually(() => double.callsOf('heartbeat', late.taskId).length >= 2, 'the held task heartbeated');
+    expect(w.started).not.toContain('late');
+    expect(worker!.activeTasks).toBe(2);
+
+    w.release('b');
+    await eventually(() => double.task(late.taskId).completion !== null, 'the held task run once b ended');
+    expect(w.stats.most).toBe(2);
+    w.release('c');
+    await eventually(() => double.task(late.taskId).completion !== null && double.callsOf('complete').length === 4, 'every completion');
+    for (const call of double.callsOf('heartbeat', late.taskId)) expect(call.status).toBe(200);
+  });
+
+  it('drops a held task that lost its lease, without running it', async () => {
+    const { w, late } = await oneTooMany();
+    await eventually(() => double.callsOf('heartbeat', late.taskId).length >= 1, 'the held task heartbeated');
+    double.loseLease(late.taskId, 'lease_expired');
+    await eventually(() => warnings.includes('held task lost its lease before it ran: dropping it'), 'the held task dropped');
+    w.release('b');
+    w.release('c');
+    await eventually(() => worker!.activeTasks === 0 && double.callsOf('complete').length === 3, 'b and c completed');
+    expect(w.started).not.toContain('late');
   });
 });

@@ -29,6 +29,8 @@ export interface RecordedCall {
   status: number;
 }
 
+type TaskOptions = { heartbeatIntervalMs?: number; attempt?: number; nodeId?: string };
+
 type Fault = { route: RecordedCall['route']; status: number | 'drop'; remaining: number };
 
 export class TaskQueueDouble {
@@ -45,6 +47,10 @@ export class TaskQueueDouble {
   listForm = false;
   /** Batch completion requests received. */
   batches = 0;
+  /** The bodies of the batch completion requests, in order. */
+  readonly batchBodies: any[] = [];
+  /** Tasks a completion schedules (`scheduleAfter`), as a task node's successors: claimed by its `next` first. */
+  private readonly successors = new Map<string, unknown[]>();
   url = '';
 
   constructor(
@@ -65,7 +71,14 @@ export class TaskQueueDouble {
   }
 
   /** Puts a task in the queue; the next poll takes it. */
-  enqueue(input: unknown, options: { heartbeatIntervalMs?: number; attempt?: number; nodeId?: string } = {}): DoubleTask {
+  enqueue(input: unknown, options: TaskOptions = {}): DoubleTask {
+    const task = this.create(input, options);
+    this.queue.push(task);
+    this.waiters.shift()?.();
+    return task;
+  }
+
+  private create(input: unknown, options: TaskOptions): DoubleTask {
     const task: DoubleTask = {
       taskId: randomUUID(),
       executionId: randomUUID(),
@@ -80,9 +93,32 @@ export class TaskQueueDouble {
       completion: null,
     };
     this.tasks.set(task.taskId, task);
-    this.queue.push(task);
-    this.waiters.shift()?.();
     return task;
+  }
+
+  /**
+   * When `taskId` is completed, tasks with these inputs are scheduled, as the successors of a
+   * task node are: the completion's `next` claims them first (in the same request), the rest
+   * join the queue.
+   */
+  scheduleAfter(taskId: string, inputs: unknown[]): void {
+    this.successors.set(taskId, inputs);
+  }
+
+  /** The tasks `scheduleAfter` set for a completion just recorded, and the queue's, for up to `max` of `next`. */
+  private takeNext(completed: string[], max: number): DoubleTask[] {
+    const scheduled = completed.flatMap((id) => {
+      const inputs = this.successors.get(id) ?? [];
+      this.successors.delete(id);
+      return inputs.map((input) => this.create(input, {}));
+    });
+    const taken = [...scheduled, ...this.queue].slice(0, max);
+    for (const task of scheduled.slice(max)) {
+      this.queue.push(task);
+      this.waiters.shift()?.();
+    }
+    for (const task of taken) if (this.queue.includes(task)) this.queue.splice(this.queue.indexOf(task), 1);
+    return taken;
   }
 
   /** The next `count` calls of `route` answer `status` (a problem), or lose their connection (`drop`). */
@@ -199,6 +235,7 @@ export class TaskQueueDouble {
 
     if (batch) {
       this.batches++;
+      this.batchBodies.push(body);
       // Each item answered as the single route would; `next` takes that many queued tasks.
       const results = (body.completions as Array<Record<string, unknown>>).map((item) => {
         const { taskId: id, ...single } = item as { taskId: string };
@@ -208,7 +245,8 @@ export class TaskQueueDouble {
           ? { taskId: id, status: 'recorded' }
           : { taskId: id, problem: { status: verdict === 'not_found' ? 404 : 409, code: verdict, detail: verdict } };
       });
-      const next = this.queue.splice(0, Number(body.next ?? 0)).map((t) => handOut(t, String(body.completions[0]?.workerId)));
+      const recorded = results.flatMap((r) => (r.problem === undefined ? [String(r.taskId)] : []));
+      const next = this.takeNext(recorded, Number(body.next ?? 0)).map((t) => handOut(t, String(body.completions[0]?.workerId)));
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results, next }));
       return;
     }
@@ -223,9 +261,9 @@ export class TaskQueueDouble {
     }
     if (task.completion && JSON.stringify(task.completion) !== JSON.stringify(body)) return problem(409, 'stale_attempt');
     task.completion = body;
+    // Complete and take the next (its successor first, else the queue's next task), without waiting.
+    const [next] = this.takeNext([task.taskId], body.next === true ? 1 : 0);
     if (body.next !== true) return answer(200, { status: 'recorded' });
-    // Complete and take the next: the queue's next task, without waiting.
-    const next = this.queue.shift();
     return answer(200, { status: 'recorded', next: next === undefined ? null : handOut(next) });
   }
 }
