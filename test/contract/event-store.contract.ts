@@ -73,6 +73,38 @@ export function eventStoreContract(name: string, setup: () => Promise<EventStore
           [2, { n: 2 }],
         ]);
       });
+
+      it('reads several streams at once exactly as the log and one-by-one reads give them', async () => {
+        const prefix = uniquePrefix();
+        // Names, types and data that need escaping in JSON, and a stream without events.
+        const streamIds = [`${prefix}a"q\\b`, `${prefix}ü-ß`, `${prefix}plain`];
+        for (const [index, streamId] of streamIds.entries()) {
+          await store.appendToStream(
+            streamId,
+            [
+              newEvent('Typed "quoted" \\ ☃', { n: index, text: 'line\nbreak\t"x"', nested: [null, { deep: 1.25 }] }, { actor: 'ü' }),
+              newEvent('Plain', null),
+              newEvent('Plain', { n: index, big: 9007199254740991 }),
+            ],
+            { expectedRevision: 'no_stream' },
+          );
+        }
+        const missing = `${prefix}missing`;
+        const fromLog = await store.readAll({ maxCount: 100, streamPrefixes: [prefix] });
+        const alone = [];
+        for (const streamId of streamIds) alone.push(await store.readStream(streamId));
+        expect(alone.flat()).toEqual(fromLog);
+        // Concurrent reads go together in one statement in a store that batches them.
+        const together = await Promise.all([...streamIds, missing].map((streamId) => store.readStream(streamId)));
+        expect(together).toEqual([...alone, []]);
+        const parts = await Promise.all(streamIds.map((streamId) => store.readStream(streamId, { fromRevision: 1, maxCount: 1 })));
+        expect(parts).toEqual(alone.map((events) => [events[1]]));
+        if (store.readStreams !== undefined) {
+          const streams = await store.readStreams([...streamIds, missing, streamIds[0]]);
+          expect([...streams.keys()].sort()).toEqual([...streamIds].sort());
+          for (const [index, streamId] of streamIds.entries()) expect(streams.get(streamId)).toEqual(alone[index]);
+        }
+      });
     });
 
     describe('when the expected revision is checked', () => {

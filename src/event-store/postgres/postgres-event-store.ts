@@ -24,9 +24,12 @@ import {
   headPosition,
   revisionName,
   toRecordedEvent,
+  toStreamEvents,
   type AppendRow,
   type EventRow,
   type HeadRow,
+  type StreamEvents,
+  type StreamEventsRow,
 } from './event-store.queries.js';
 import { EVENTS_CHANNEL, migrateEventStore } from './event-store.schema.js';
 import {
@@ -103,7 +106,7 @@ export class PostgresEventStore implements EventStore {
   private readonly stopHearingWrites: () => void;
   private readonly appends: AppendBatcher;
   /** Concurrent identical stream reads share one statement (see read-coalescer.ts). */
-  private readonly streamReads = new ReadCoalescer<EventRow[]>();
+  private readonly streamReads = new ReadCoalescer<StreamEvents>();
   /** Concurrent reads of different streams share one statement under load (see stream-read-batcher.ts). */
   private readonly streamReadBatches: StreamReadBatcher;
 
@@ -188,11 +191,11 @@ export class PostgresEventStore implements EventStore {
     validateStreamId(streamId);
     const fromRevision = validateInteger('fromRevision', options.fromRevision ?? 0, 0);
     const maxCount = options.maxCount === undefined ? null : validateInteger('maxCount', options.maxCount, 1);
-    const rows = await this.streamReads.read(`${fromRevision}:${maxCount ?? ''}:${streamId}`, () =>
+    const events = await this.streamReads.read(`${fromRevision}:${maxCount ?? ''}:${streamId}`, () =>
       this.streamReadBatches.read({ streamId, fromRevision, maxCount }),
     );
-    // Each caller gets its own envelopes: callers of one shared read never see each other's arrays.
-    return rows.map(toRecordedEvent);
+    // Each caller decodes its own events: callers of one shared read never see each other's objects.
+    return toStreamEvents(streamId, events);
   }
 
   async readStreams(streamIds: readonly string[]): Promise<Map<string, RecordedEvent[]>> {
@@ -201,11 +204,10 @@ export class PostgresEventStore implements EventStore {
     if (streamIds.length === 0) return streams;
     // Each stream once, from its first event, all of it.
     const ids = [...new Set(streamIds)];
-    const { rows } = await this.client.query<EventRow>(READ_STREAMS_SQL, [ids, ids.map(() => 0), ids.map(() => null)]);
-    for (const row of rows) {
-      const events = streams.get(row.stream_id);
-      if (events === undefined) streams.set(row.stream_id, [toRecordedEvent(row)]);
-      else events.push(toRecordedEvent(row));
+    const { rows } = await this.client.query<StreamEventsRow>(READ_STREAMS_SQL, [ids, ids.map(() => 0), ids.map(() => null)]);
+    for (const { ord, events } of rows) {
+      const streamId = ids[Number(ord) - 1];
+      if (events !== null) streams.set(streamId, toStreamEvents(streamId, events));
     }
     return streams;
   }
