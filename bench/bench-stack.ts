@@ -17,6 +17,7 @@ import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-s
 import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
 import type { ControlPlaneRoute } from '../src/worker/runtime/worker.service.js';
+import type { ResultSink } from '../src/worker/runtime/result-sink.js';
 import type { SqlClient } from '../src/postgres/sql-client.port.js';
 import { countSqlTraffic, type SqlTraffic } from './sql-traffic.js';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
@@ -99,14 +100,21 @@ export interface BenchApp {
   app: INestApplication;
   url: string;
   logger: Logger;
-  /** Where a worker in this process sends its claims: in process unless FLOSTRA_WORKER_TRANSPORT=http. */
-  workerRoute(token: string): ControlPlaneRoute;
+  /**
+   * Where a worker in this process sends its claims: in process unless FLOSTRA_WORKER_TRANSPORT=http;
+   * and its results: to the ingestor in process when it claims in process, unless FLOSTRA_WORKER_RESULTS=bus.
+   */
+  workerRoute(token: string): ControlPlaneRoute & { results?: ResultSink };
 }
 
 /** Every role of the app on the stack, silent, listening on a free loopback port; `clock` is the real one unless given. */
 export async function startBenchApp(stack: BenchStack, tokens: readonly TokenEntry[], clock: Clock = systemClock): Promise<BenchApp> {
   const logger = createLogger({ level: 'silent' });
-  const config = loadConfig({ LOG_LEVEL: 'silent', FLOSTRA_WORKER_TRANSPORT: process.env.FLOSTRA_WORKER_TRANSPORT });
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    FLOSTRA_WORKER_TRANSPORT: process.env.FLOSTRA_WORKER_TRANSPORT,
+    FLOSTRA_WORKER_RESULTS: process.env.FLOSTRA_WORKER_RESULTS,
+  });
   const app = await createApp({
     config,
     store: stack.store,

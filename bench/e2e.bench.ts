@@ -1,11 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { Bus } from '../src/core/bus.port.js';
 import type { createLogger } from '../src/core/logger.js';
 import { METRICS, type Metrics } from '../src/core/metrics.port.js';
 import { createWorker } from '../src/worker/runtime/create-worker.js';
-import type { ControlPlaneRoute } from '../src/worker/runtime/worker.service.js';
-import { followExecutionEnds, openBenchStack, processCpuSeconds, publishBenchWorkflow, startBenchApp } from './bench-stack.js';
+import {
+  type BenchApp,
+  followExecutionEnds,
+  openBenchStack,
+  processCpuSeconds,
+  publishBenchWorkflow,
+  startBenchApp,
+} from './bench-stack.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post } from './bench-support.js';
 import { perExecution } from './sql-traffic.js';
 
@@ -49,11 +56,13 @@ async function runMode(mode: string) {
   const { app, url, logger, workerRoute } = await startBenchApp(stack, [
     { token: TOKEN, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
   ]);
+  const route = workerRoute(TOKEN);
   const worker =
     mode === 'split'
       ? await startWorkerProcess(url, stack.brokers)
-      : await startInProcessWorker(stack.bus, workerRoute(TOKEN), logger, app.get(METRICS));
+      : await startInProcessWorker(stack.bus, route, logger, app.get(METRICS));
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  const published = countPublished(stack.bus);
   await publishBenchWorkflow(url, TOKEN, 'diamond', DIAMOND);
 
   const waiters = new Map<string, () => void>();
@@ -89,16 +98,26 @@ async function runMode(mode: string) {
   }
 
   async function measure(concurrency: number, seconds: number) {
+    const servicesBefore = servicesCpuSeconds();
     const workerBefore = worker.cpuSeconds();
     const sqlBefore = stack.sqlTraffic.total();
+    const publishedBefore = published.snapshot();
     const { processCpu, machineCpu, ...result } = await closedLoop(concurrency, seconds, oneExecution);
     const workerCpu = worker.cpuSeconds() - workerBefore;
+    const services = servicesCpuSeconds();
     return {
       ...result,
       sqlPerExecution: perExecution(sqlBefore, stack.sqlTraffic.total(), result.executions),
+      busMessagesPerExecution: published.perExecution(publishedBefore, result.executions),
       cpuSecondsPerExecution: {
         flostraProcess: processCpu,
         ...(mode === 'split' ? { workerProcess: Math.round((workerCpu / result.executions) * 1e5) / 1e5 } : {}),
+        // The stack's services that are children of this process: the Kafka JVM (`java`); PostgreSQL runs detached (pg_ctl).
+        ...Object.fromEntries(
+          [...services]
+            .filter(([name]) => name !== 'node')
+            .map(([name, cpu]) => [name, Math.round(((cpu - (servicesBefore.get(name) ?? 0)) / result.executions) * 1e5) / 1e5]),
+        ),
         wholeMachine: machineCpu,
       },
     };
@@ -121,6 +140,8 @@ async function runMode(mode: string) {
   return {
     mode,
     stack: STACKS[mode],
+    /** Where the worker's results went: to the ingestor in process (FLOSTRA_WORKER_RESULTS, see docs/operations.md) or over the bus. */
+    workerResults: mode !== 'split' && 'results' in route ? 'in-process' : 'bus',
     results,
     ...(sqlByCaller === undefined ? {} : { sqlPerExecutionByCaller: sqlByCaller }),
   };
@@ -145,6 +166,62 @@ const STACKS: Record<string, string> = {
     'real PostgreSQL 15 + real Kafka (KRaft, one broker), api+dispatcher+ingestor+projector+watchdog in one Node process, the worker in another',
 };
 
+/**
+ * Counts the messages this process publishes on `bus`, by topic (the split mode's worker process
+ * publishes on a bus of its own, not counted here).
+ */
+function countPublished(bus: Bus) {
+  const counts = new Map<string, number>();
+  const publish = bus.publish.bind(bus);
+  bus.publish = (topic, messages) => {
+    counts.set(topic, (counts.get(topic) ?? 0) + messages.length);
+    return publish(topic, messages);
+  };
+  return {
+    snapshot: () => new Map(counts),
+    perExecution: (before: ReadonlyMap<string, number>, executions: number) =>
+      Object.fromEntries(
+        [...counts].map(([topic, n]) => [
+          topic,
+          executions > 0 ? Math.round(((n - (before.get(topic) ?? 0)) / executions) * 100) / 100 : 0,
+        ]),
+      ),
+  };
+}
+
+/**
+ * CPU seconds (user + system, with reaped children's) used so far by this process's descendants
+ * still alive, by command name: a shared machine's other work is not in them.
+ */
+function servicesCpuSeconds(): Map<string, number> {
+  const stats = readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((pid) => {
+      try {
+        const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+        const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+        const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+        return [{ pid: Number(pid), ppid: Number(fields[1]), name, cpu: ticks / 100 }];
+      } catch {
+        return []; // exited meanwhile
+      }
+    });
+  const byName = new Map<string, number>();
+  const below = new Set([process.pid]);
+  // Parents come before their children in most cases; go round until nothing more is found.
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const stat of stats) {
+      if (below.has(stat.pid) || !below.has(stat.ppid)) continue;
+      below.add(stat.pid);
+      byName.set(stat.name, (byName.get(stat.name) ?? 0) + stat.cpu);
+      grew = true;
+    }
+  }
+  return byName;
+}
+
 interface BenchWorker {
   /** CPU seconds the worker used so far, when it runs in a process of its own (0 in this one). */
   cpuSeconds(): number;
@@ -153,7 +230,7 @@ interface BenchWorker {
 
 async function startInProcessWorker(
   bus: Bus,
-  route: ControlPlaneRoute,
+  route: ReturnType<BenchApp['workerRoute']>,
   logger: ReturnType<typeof createLogger>,
   metrics: Metrics,
 ): Promise<BenchWorker> {

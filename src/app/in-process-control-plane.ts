@@ -3,7 +3,7 @@ import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { UnauthenticatedError } from '../auth/auth.errors.js';
 import type { Principal } from '../auth/principal.js';
 import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
-import { type AppConfig, workerTransportOf } from '../config/config.js';
+import { type AppConfig, workerResultsOf, workerTransportOf } from '../config/config.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { claimCommandOf, completeCommandOf, heartbeatCommandOf } from '../executions/infrastructure/worker-protocol.requests.js';
 import { toProblem } from '../http/problem.js';
@@ -17,7 +17,9 @@ import {
   ControlPlaneUnavailableError,
   type HeartbeatReply,
 } from '../worker/runtime/control-plane.port.js';
+import type { ResultSink } from '../worker/runtime/result-sink.js';
 import type { ControlPlaneRoute } from '../worker/runtime/worker.service.js';
+import { InProcessResultSink } from './in-process-result-sink.js';
 
 export interface InProcessControlPlaneDeps {
   commands: CommandBus;
@@ -137,10 +139,18 @@ export class InProcessControlPlane implements ControlPlane {
 /**
  * Where the worker role of a process that also runs `app` sends its calls (FLOSTRA_WORKER_TRANSPORT,
  * see `workerTransportOf`): to the app's handlers directly, or over HTTP to FLOSTRA_API_URL, else
- * to `ownUrl`, the app's own listener.
+ * to `ownUrl`, the app's own listener. And its results (FLOSTRA_WORKER_RESULTS, see
+ * `workerResultsOf`): to the app's ingestor directly, or (no `results`) to the bus.
  */
-export function workerControlPlaneRoute(app: INestApplicationContext, config: AppConfig, token: string, ownUrl: string): ControlPlaneRoute {
-  return workerTransportOf(config) === 'in-process'
-    ? { controlPlane: InProcessControlPlane.of(app, token) }
-    : { apiUrl: config.apiUrl ?? ownUrl, token };
+export function workerControlPlaneRoute(
+  app: INestApplicationContext,
+  config: AppConfig,
+  token: string,
+  ownUrl: string,
+): ControlPlaneRoute & { results?: ResultSink } {
+  const route: ControlPlaneRoute =
+    workerTransportOf(config) === 'in-process'
+      ? { controlPlane: InProcessControlPlane.of(app, token) }
+      : { apiUrl: config.apiUrl ?? ownUrl, token };
+  return workerResultsOf(config) === 'in-process' ? { ...route, results: InProcessResultSink.of(app) } : route;
 }

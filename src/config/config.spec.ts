@@ -2,7 +2,15 @@ import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { inspect } from 'node:util';
-import { ConfigError, DEFAULT_MAX_BODY_BYTES, isEmbedded, loadConfig, PROCESS_ROLES, workerTransportOf } from './config.js';
+import {
+  ConfigError,
+  DEFAULT_MAX_BODY_BYTES,
+  isEmbedded,
+  loadConfig,
+  PROCESS_ROLES,
+  workerResultsOf,
+  workerTransportOf,
+} from './config.js';
 
 function configError(env: NodeJS.ProcessEnv): ConfigError {
   try {
@@ -89,6 +97,7 @@ describe('loadConfig', () => {
       FLOSTRA_API_URL: 'http://api:3000/',
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
       FLOSTRA_WORKER_TRANSPORT: 'HTTP',
+      FLOSTRA_WORKER_RESULTS: 'Bus',
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
@@ -130,6 +139,7 @@ describe('loadConfig', () => {
       apiUrl: 'http://api:3000',
       workerToken: 'secret-worker-token',
       workerTransport: 'http',
+      workerResults: 'bus',
       workerConcurrency: 16,
       projectorGatherMs: 0,
       egressAllow: ['10.1.0.0/16', '.corp.example'],
@@ -179,6 +189,17 @@ describe('loadConfig', () => {
     expect(workerTransportOf(loadConfig(env))).toBe(transport);
   });
 
+  it.each([
+    [{}, 'in-process'],
+    [{ FLOSTRA_WORKER_TRANSPORT: 'http' }, 'bus'],
+    [{ FLOSTRA_API_URL: 'http://api:3000' }, 'bus'],
+    [{ FLOSTRA_ROLES: 'api,dispatcher,worker' }, 'bus'],
+    [{ FLOSTRA_WORKER_RESULTS: 'bus' }, 'bus'],
+    [{ FLOSTRA_WORKER_RESULTS: 'IN-PROCESS', FLOSTRA_WORKER_TRANSPORT: 'http' }, 'in-process'],
+  ])('a worker with %j sends its results %s', (env, results) => {
+    expect(workerResultsOf(loadConfig(env))).toBe(results);
+  });
+
   describe('names the variable at fault', () => {
     it.each([
       ['PORT', 'abc', 'PORT: expected an integer 0-65535, got "abc"'],
@@ -202,6 +223,7 @@ describe('loadConfig', () => {
       ['FLOSTRA_API_URL', 'ftp://api', 'FLOSTRA_API_URL: expected an http:// or https:// URL of the api, got "ftp://api"'],
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
       ['FLOSTRA_WORKER_TRANSPORT', 'grpc', 'FLOSTRA_WORKER_TRANSPORT: expected one of auto, in-process, http, got "grpc"'],
+      ['FLOSTRA_WORKER_RESULTS', 'kafka', 'FLOSTRA_WORKER_RESULTS: expected one of auto, in-process, bus, got "kafka"'],
       ['FLOSTRA_METRICS_PORT', '70000', 'FLOSTRA_METRICS_PORT: expected an integer 0-65535, got "70000"'],
       ['FLOSTRA_METRICS_MAX_WORKSPACES', '10001', 'FLOSTRA_METRICS_MAX_WORKSPACES: expected an integer 0-10000, got "10001"'],
       [
@@ -259,6 +281,12 @@ describe('loadConfig', () => {
       const error = configError({ FLOSTRA_WORKER_TRANSPORT: 'in-process', FLOSTRA_ROLES: 'worker,dispatcher' });
       expect(error.message).toContain('FLOSTRA_WORKER_TRANSPORT: in-process needs the api role in FLOSTRA_ROLES');
       expect(error.variables).toEqual(['FLOSTRA_WORKER_TRANSPORT']);
+    });
+
+    it('refuses in-process worker results in a process without the ingestor role', () => {
+      const error = configError({ FLOSTRA_WORKER_RESULTS: 'in-process', FLOSTRA_ROLES: 'api,worker' });
+      expect(error.message).toContain('FLOSTRA_WORKER_RESULTS: in-process needs the ingestor role in FLOSTRA_ROLES');
+      expect(error.variables).toEqual(['FLOSTRA_WORKER_RESULTS']);
     });
 
     it('lists every invalid variable at once', () => {

@@ -12,6 +12,9 @@ const LOG_THRESHOLDS = ['debug', 'info', 'warn', 'error', 'silent'] as const sat
 /** FLOSTRA_WORKER_TRANSPORT: see `workerTransportOf`. */
 const WORKER_TRANSPORTS = ['auto', 'in-process', 'http'] as const;
 
+/** FLOSTRA_WORKER_RESULTS: see `workerResultsOf`. */
+const WORKER_RESULTS = ['auto', 'in-process', 'bus'] as const;
+
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /** See `ProjectorOptions.gatherMs`. */
@@ -178,6 +181,10 @@ const envSchema = z.object({
     const transport = raw?.toLowerCase() ?? 'auto';
     return WORKER_TRANSPORTS.find((known) => known === transport) ?? fail(ctx, `expected one of ${WORKER_TRANSPORTS.join(', ')}`);
   }),
+  FLOSTRA_WORKER_RESULTS: optional.transform((raw, ctx) => {
+    const results = raw?.toLowerCase() ?? 'auto';
+    return WORKER_RESULTS.find((known) => known === results) ?? fail(ctx, `expected one of ${WORKER_RESULTS.join(', ')}`);
+  }),
   FLOSTRA_WORKER_CONCURRENCY: optional.transform((raw, ctx) => {
     if (raw === undefined) return 8;
     const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
@@ -280,6 +287,8 @@ function toConfig(env: Env) {
     workerToken: env.FLOSTRA_WORKER_TOKEN,
     /** How the worker role reaches the api: `auto` is in process when it shares the api's process (see `workerTransportOf`). */
     workerTransport: env.FLOSTRA_WORKER_TRANSPORT,
+    /** Where the worker role's results go: `auto` is to this process's ingestor when it has one and claims in process (see `workerResultsOf`). */
+    workerResults: env.FLOSTRA_WORKER_RESULTS,
     /** Attempts one worker process runs at once. */
     workerConcurrency: env.FLOSTRA_WORKER_CONCURRENCY,
     /** How long a projector holds a short batch back for more while appends stream in; 0: never. */
@@ -371,6 +380,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       if (env.FLOSTRA_WORKER_TRANSPORT === 'in-process' && !(env.FLOSTRA_ROLES as readonly string[]).includes('api')) {
         ctx.addIssue({ code: 'custom', path: ['FLOSTRA_WORKER_TRANSPORT'], message: 'in-process needs the api role in FLOSTRA_ROLES' });
       }
+      // The worker's results go to this process's ingestor: it must be here.
+      if (env.FLOSTRA_WORKER_RESULTS === 'in-process' && !(env.FLOSTRA_ROLES as readonly string[]).includes('ingestor')) {
+        ctx.addIssue({ code: 'custom', path: ['FLOSTRA_WORKER_RESULTS'], message: 'in-process needs the ingestor role in FLOSTRA_ROLES' });
+      }
       // A holder must get at least one renewal in before its lease runs out.
       if (env.FLOSTRA_LEASE_RENEW_MS * 2 > env.FLOSTRA_LEASE_TTL_MS) {
         ctx.addIssue({
@@ -409,6 +422,18 @@ export function runsRole(config: AppConfig, role: ProcessRole): boolean {
 export function workerTransportOf(config: AppConfig): 'in-process' | 'http' {
   if (config.workerTransport !== 'auto') return config.workerTransport;
   return runsRole(config, 'api') && config.apiUrl === null ? 'in-process' : 'http';
+}
+
+/**
+ * Where this process's worker role sends its results: `in-process` hands them to the ingestor of
+ * this process (same parsing, dedupe, fencing and dead letters as for the bus, one append per
+ * execution, no broker in between); `bus` publishes them to `flostra.results.v1`. `auto` is in
+ * process when this process runs the ingestor and its worker already claims in process
+ * (`workerTransportOf`).
+ */
+export function workerResultsOf(config: AppConfig): 'in-process' | 'bus' {
+  if (config.workerResults !== 'auto') return config.workerResults;
+  return workerTransportOf(config) === 'in-process' && runsRole(config, 'ingestor') ? 'in-process' : 'bus';
 }
 
 /**

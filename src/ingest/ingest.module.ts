@@ -10,28 +10,33 @@ import { reportConsumerLag } from '../observability/lag-sources.js';
 import { Ingestor } from './application/ingestor.js';
 import { ResultIngestor } from './application/result-ingestor.js';
 
-/** Runs the results consumer while the module lives (the app imports the module when FLOSTRA_ROLES names the role). */
+/**
+ * Runs the results consumer while the module lives (the app imports the module when FLOSTRA_ROLES
+ * names the role). Its ResultIngestor, `results`, also takes the results of a worker in this
+ * process directly (src/app/in-process-result-sink.ts): one dedupe memory for both ways in.
+ */
 @Injectable()
 export class IngestorProcess implements OnModuleInit, OnModuleDestroy {
+  readonly results: ResultIngestor;
   private ingestor: Ingestor | null = null;
   private stopReportingLag: () => void = () => undefined;
 
   constructor(
     @Inject(BUS) private readonly bus: Bus,
-    @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(CLOCK) clock: Clock,
+    @Inject(ID_GENERATOR) ids: IdGenerator,
     @Inject(LOGGER) private readonly logger: Logger,
-    private readonly executions: ExecutionStreams,
+    executions: ExecutionStreams,
     @Inject(METRICS) private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.results = new ResultIngestor({ executions, bus, clock, ids, logger: logger.child({ component: 'ingestor' }), metrics });
+  }
 
   async onModuleInit(): Promise<void> {
     const logger = this.logger.child({ component: 'ingestor' });
-    const { executions, bus, clock, ids, metrics } = this;
-    const results = new ResultIngestor({ executions, bus, clock, ids, logger, metrics });
-    this.ingestor = new Ingestor({ bus: this.bus, results, logger });
+    this.ingestor = new Ingestor({ bus: this.bus, results: this.results, logger });
     await this.ingestor.start();
-    this.stopReportingLag = reportConsumerLag(metrics, bus, INGESTOR_GROUP_ID, TOPICS.results);
+    this.stopReportingLag = reportConsumerLag(this.metrics, this.bus, INGESTOR_GROUP_ID, TOPICS.results);
     logger.info('ingestor started');
   }
 

@@ -1,9 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { InProcessControlPlane } from '../../src/app/in-process-control-plane.js';
+import { InProcessResultSink } from '../../src/app/in-process-result-sink.js';
 import { TOKEN_REGISTRY, type TokenRegistry } from '../../src/auth/token-registry.js';
+import { TOPICS } from '../../src/core/bus.port.js';
 import { createLogger } from '../../src/core/logger.js';
 import { ControlPlaneClient } from '../../src/worker/runtime/control-plane.client.js';
 import { ClaimRefusedError, type ControlPlane } from '../../src/worker/runtime/control-plane.port.js';
+import { busResultSink } from '../../src/worker/runtime/result-sink.js';
+import { recordTopic } from '../dispatch/support/process-fixture.js';
 import { BarrierServer } from '../support/barrier-server.js';
 import { eventually } from '../support/eventually.js';
 import { client, type ApiClient } from '../support/http-client.js';
@@ -17,7 +22,9 @@ type Transport = 'http' | 'in-process';
  * of its own) and in process (FLOSTRA_WORKER_TRANSPORT=in-process, the worker sharing the api's
  * process). Each way runs executions to their end with the app's own worker, and answers the
  * same refusals with the same status and code: a stale claim, a bad fence, a malformed id, a
- * token without the worker role, and the worker's token once it is revoked.
+ * token without the worker role, and the worker's token once it is revoked. In process, the
+ * worker's results go to the app's ingestor directly (FLOSTRA_WORKER_RESULTS left at `auto`),
+ * not through `flostra.results.v1`, and are still fenced and dead-lettered there.
  */
 describe.each<Transport>(['http', 'in-process'])('the worker protocol, %s', (transport) => {
   const barrier = new BarrierServer();
@@ -76,6 +83,51 @@ describe.each<Transport>(['http', 'in-process'])('the worker protocol, %s', (tra
       expect(secrets).toMatchObject({ status: 400, code: 'validation_failed' });
     } finally {
       plane.close();
+    }
+  });
+
+  it('records the results of the app’s worker: over the results topic with HTTP claims, without it in process', async () => {
+    await boot();
+    const executionId = await publishAndStart('chain', {
+      nodes: ['a', 'b', 'c'].map((id) => ({ id, type: 'noop' })),
+      edges: ['a', 'b'].map((from, i) => ({ from, to: ['b', 'c'][i] })),
+    });
+    expect((await untilStatus(executionId, ['succeeded', 'failed'])).status).toBe('succeeded');
+    const types = (await history(executionId)).map((e) => e.type);
+    expect(types.filter((type) => type === 'NodeSucceeded')).toHaveLength(3);
+    const onTopic = [...(await t.bus.endOffsets(TOPICS.results)).values()].reduce((sum, end) => sum + end, 0n);
+    if (transport === 'http') expect(onTopic).toBeGreaterThan(0n);
+    else expect(onTopic).toBe(0n);
+  });
+
+  it('dead-letters a result the decider refuses (a stale fencing token), with the reason, whichever way it came in', async () => {
+    await boot();
+    const dlq = await recordTopic(t.bus, TOPICS.resultsDlq);
+    try {
+      const executionId = await publishAndStart('ended', { nodes: [{ id: 'a', type: 'noop' }], edges: [] });
+      await untilStatus(executionId, ['succeeded']);
+      const claimed = (await history(executionId)).find((e) => e.type === 'AttemptClaimed')!;
+      const fence = {
+        executionId,
+        attemptId: String(claimed.data['attemptId']),
+        workerId: String(claimed.data['workerId']),
+        fencingToken: Number(claimed.data['fencingToken']),
+      };
+      // A result under a fencing token the claim never gave, sent the way the app's worker sends its results.
+      const late = { messageId: randomUUID(), ...fence, fencingToken: fence.fencingToken + 7, sequence: 0, kind: 'attempt_succeeded' };
+      const sink = transport === 'in-process' ? InProcessResultSink.of(t.app) : busResultSink(t.bus);
+      await sink.send([{ key: executionId, value: JSON.stringify(late) }]);
+      const letter = await eventually(
+        () => dlq.values().find((l) => (JSON.parse(String(l['original'])) as { messageId: string }).messageId === late.messageId) ?? false,
+        'the late result to be dead-lettered',
+      );
+      expect(letter).toMatchObject({
+        reason: { code: 'stale_attempt' },
+        topic: transport === 'in-process' ? 'in-process' : TOPICS.results,
+      });
+      expect((await history(executionId)).map((e) => e.type).at(-1)).toBe('ExecutionSucceeded');
+    } finally {
+      await dlq.stop();
     }
   });
 

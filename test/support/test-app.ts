@@ -1,10 +1,11 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp } from '../../src/app/create-app.js';
 import { InProcessControlPlane } from '../../src/app/in-process-control-plane.js';
+import { InProcessResultSink } from '../../src/app/in-process-result-sink.js';
 import { TokenRegistry } from '../../src/auth/token-registry.js';
 import { loadTokens } from '../../src/auth/tokens.loader.js';
 import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
-import { type AppConfig, loadConfig, transformLimits } from '../../src/config/config.js';
+import { type AppConfig, loadConfig, runsRole, transformLimits } from '../../src/config/config.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { randomIds } from '../../src/core/ids.js';
 import { createLogger, type Logger, type LogThreshold } from '../../src/core/logger.js';
@@ -78,7 +79,7 @@ export interface TestApp {
 export interface TestAppOptions {
   /** The bus: in-process by default; pass a KafkaBus for the full stack. */
   bus?: Bus;
-  /** Also run a worker (over HTTP to this app, or in process: see `workerTransport`; on the same bus). */
+  /** Also run a worker (over HTTP to this app, or in process: see `workerTransport`; on the same bus, its results too unless `workerResults` says otherwise). */
   worker?: boolean | { concurrency?: number; egressAllow?: string[] };
   /** Projector tunables and hooks (batch sizes, fault injection). */
   projector?: Partial<ProjectorOptions>;
@@ -145,6 +146,18 @@ export function workerTransport(config: AppConfig): 'in-process' | 'http' {
   return process.env.FLOSTRA_TEST_WORKER_TRANSPORT === 'in-process' ? 'in-process' : 'http';
 }
 
+/**
+ * Where a test app's worker sends its results: to the app's ingestor directly when the test's env
+ * says so (FLOSTRA_WORKER_RESULTS=in-process), or when it says FLOSTRA_WORKER_TRANSPORT=in-process
+ * and leaves FLOSTRA_WORKER_RESULTS at `auto`, as `workerResultsOf` does in a process; else to the
+ * bus. FLOSTRA_TEST_WORKER_TRANSPORT does not move them: the suites that break the results topic
+ * (worker-faults, kafka-faults) exercise the bus's way in whatever transport a run uses.
+ */
+export function workerResults(config: AppConfig): 'in-process' | 'bus' {
+  if (config.workerResults !== 'auto') return config.workerResults;
+  return config.workerTransport === 'in-process' && runsRole(config, 'ingestor') ? 'in-process' : 'bus';
+}
+
 function testLogLevel(): LogThreshold {
   const level = process.env.FLOSTRA_TEST_LOG_LEVEL;
   return level === 'debug' || level === 'info' || level === 'warn' || level === 'error' ? level : 'silent';
@@ -183,6 +196,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     const token = config.workerToken ?? TOKENS.worker;
     worker = createWorker({
       ...(workerTransport(config) === 'in-process' ? { controlPlane: InProcessControlPlane.of(app, token) } : { apiUrl: url, token }),
+      ...(workerResults(config) === 'in-process' ? { results: InProcessResultSink.of(app) } : {}),
       bus,
       logger,
       concurrency: settings.concurrency ?? 4,

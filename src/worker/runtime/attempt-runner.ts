@@ -15,9 +15,12 @@ import { redactingExecutor } from '../secrets/redacting-executor.js';
 import { redactingLogger, SecretRedactor } from '../secrets/secret-redactor.js';
 import { assertOutputFits, limitNodeOutputs, outputTooLarge } from './output-limit.js';
 import { ResultPublisher, ResultTooLargeError, resultOf, type ResultBody } from './result-publisher.js';
+import { busResultSink, type ResultSink } from './result-sink.js';
 
 export interface AttemptRunnerOptions {
   bus: Bus;
+  /** Where results go: `flostra.results.v1` on `bus` unless given (the ingestor of this process, see ResultSink). */
+  results?: ResultSink;
   client: ControlPlane;
   executeNode: ExecuteNode;
   isPure?: (node: WorkflowNode) => boolean;
@@ -43,18 +46,21 @@ export type AttemptEnd = 'not_claimed' | 'succeeded' | 'failed' | 'cancelled' | 
 
 /**
  * Runs one dispatched attempt: claim (only the winner runs), heartbeat, run the DAG, publish
- * every result, and resolve only once the terminal result was acknowledged by the broker — the
- * caller commits the dispatch offset after that.
+ * every result, and resolve only once the terminal result was acknowledged by the broker (or,
+ * handed to the ingestor of this process, handled) — the caller commits the dispatch offset
+ * after that.
  */
 export class AttemptRunner {
   /** Node outputs too large for their result message fail their node (promise 6, docs/architecture.md). */
   private readonly executeNode: ExecuteNode;
 
   private readonly metrics: Pick<Metrics, 'attemptRan' | 'nodeRan'>;
+  private readonly results: ResultSink;
 
   constructor(private readonly options: AttemptRunnerOptions) {
     this.executeNode = limitNodeOutputs(options.executeNode);
     this.metrics = options.metrics ?? NO_METRICS;
+    this.results = options.results ?? busResultSink(options.bus);
   }
 
   /**
@@ -95,7 +101,7 @@ export class AttemptRunner {
     this.options.handBack?.addEventListener('abort', handBack, { once: true });
     if (this.options.handBack?.aborted === true) controller.abort();
     const publisher = new ResultPublisher(
-      this.options.bus,
+      this.results,
       { executionId: claim.executionId, attemptId: claim.attemptId, workerId, fencingToken: claim.fencingToken },
       { redact: (result) => redactor.value(result) },
     );
@@ -179,7 +185,10 @@ export class AttemptRunner {
       // Anything still held has no one left to travel with: the attempt ended without it.
       publisher.discard();
       this.options.handBack?.removeEventListener('abort', handBack);
-      if (published) keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3), this.options.ingestWatch);
+      // A result on the bus is applied later: the lease stays alive until it was. One the sink
+      // handled (the ingestor of this process) was applied or refused already.
+      if (published && !this.results.handledOnSend)
+        keeper.linger(Math.max(60_000, 2 * claim.heartbeatIntervalMs * 3), this.options.ingestWatch);
       else keeper.stop();
     }
   }

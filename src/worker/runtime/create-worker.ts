@@ -5,12 +5,15 @@ import { CodeSandbox } from '../../sandbox/code-sandbox.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from '../nodes/node-registry.js';
 import { TransformSandbox, type TransformSandboxOptions } from '../nodes/transform-sandbox.js';
+import type { ResultSink } from './result-sink.js';
 import { type ControlPlaneRoute, WorkerService } from './worker.service.js';
 
 export type CreateWorkerOptions = WorkerSettings & ControlPlaneRoute;
 
 interface WorkerSettings {
   bus: Bus;
+  /** Where results go: `flostra.results.v1` on `bus` unless given (the ingestor of this process, see src/app). */
+  results?: ResultSink;
   logger: Logger;
   concurrency: number;
   /** Allowlist entries: CIDRs (contain "/") or host names. */
@@ -33,6 +36,7 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
   return new WorkerService({
     ...('controlPlane' in options ? { controlPlane: options.controlPlane } : { apiUrl: options.apiUrl, token: options.token }),
     bus: options.bus,
+    results: options.results,
     executeNode: registry.execute,
     isPure: registry.isPure,
     evaluate: registry.evaluate,

@@ -2,6 +2,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import type { Bus, OutgoingMessage } from '../../core/bus.port.js';
 import { deferred, flushEventLoop, type Deferred } from '../../../test/support/worker/dag/deferred.js';
 import { ResultPublisher, ResultTooLargeError } from './result-publisher.js';
+import { busResultSink } from './result-sink.js';
 
 interface PublishCall {
   topic: string;
@@ -42,7 +43,7 @@ const FENCE = { executionId: 'e-1', attemptId: 'a-1', workerId: 'w-1', fencingTo
 describe('ResultPublisher', () => {
   it('refuses a result too large for one message before sending anything, keeping what is held and its sequence', async () => {
     const { bus, calls, kinds } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 60_000, maxMessageBytes: 1_000 });
+    const publisher = new ResultPublisher(busResultSink(bus), FENCE, { holdMs: 60_000, maxMessageBytes: 1_000 });
 
     publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 1 });
     const refused = await publisher.publish({ kind: 'attempt_succeeded', output: { big: 'x'.repeat(1_000) } }).catch((e: unknown) => e);
@@ -61,7 +62,7 @@ describe('ResultPublisher', () => {
 
   it('sends held results in the same publish call as the next result, ahead of it and in order', async () => {
     const { bus, calls, kinds } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 60_000 });
+    const publisher = new ResultPublisher(busResultSink(bus), FENCE, { holdMs: 60_000 });
 
     publisher.hold({ kind: 'node_started', nodeId: 'A' });
     publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 1 });
@@ -79,7 +80,7 @@ describe('ResultPublisher', () => {
 
   it('sends held results alone when no result follows within holdMs', async () => {
     const { bus, call, kinds } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 1 });
+    const publisher = new ResultPublisher(busResultSink(bus), FENCE, { holdMs: 1 });
 
     publisher.hold({ kind: 'node_skipped', nodeId: 'C', reason: 'upstream failed' });
     const alone = await call(0);
@@ -88,7 +89,7 @@ describe('ResultPublisher', () => {
 
   it('publishes the next result only after held results that went out alone were acknowledged', async () => {
     const { bus, calls, call, kinds } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 1 });
+    const publisher = new ResultPublisher(busResultSink(bus), FENCE, { holdMs: 1 });
 
     publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 1 });
     const flush = await call(0);
@@ -104,7 +105,7 @@ describe('ResultPublisher', () => {
 
   it('rejects the next result, once, with the failure of held results that went out alone, and drops what was held after them', async () => {
     const { bus, calls, call, kinds } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 60_000, maxHeldBytes: 1_000 });
+    const publisher = new ResultPublisher(busResultSink(bus), FENCE, { holdMs: 60_000, maxHeldBytes: 1_000 });
 
     publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 'a'.repeat(900) });
     publisher.hold({ kind: 'node_started', nodeId: 'B' }); // past maxHeldBytes: A goes out alone
@@ -124,7 +125,7 @@ describe('ResultPublisher', () => {
 
   it('sends held results first, on their own, rather than make one batch larger than maxHeldBytes', async () => {
     const { bus, calls, call, kinds } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 60_000, maxHeldBytes: 1_000 });
+    const publisher = new ResultPublisher(busResultSink(bus), FENCE, { holdMs: 60_000, maxHeldBytes: 1_000 });
 
     publisher.hold({ kind: 'node_succeeded', nodeId: 'A', output: 'a'.repeat(600) });
     const done = publisher.publish({ kind: 'attempt_succeeded', output: 'd'.repeat(600) });
@@ -142,7 +143,7 @@ describe('ResultPublisher', () => {
 
   it('sends nothing of what it held once discarded', async () => {
     const { bus, calls } = scriptedBus();
-    const publisher = new ResultPublisher(bus, FENCE, { holdMs: 1 });
+    const publisher = new ResultPublisher(busResultSink(bus), FENCE, { holdMs: 1 });
 
     jest.useFakeTimers();
     try {

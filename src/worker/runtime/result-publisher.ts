@@ -1,9 +1,10 @@
 import { uuidV5 } from '../../core/ids.js';
-import { MAX_RESULT_MESSAGE_BYTES, PRODUCED_AT_HEADER, TOPICS, type Bus, type OutgoingMessage } from '../../core/bus.port.js';
+import { MAX_RESULT_MESSAGE_BYTES, PRODUCED_AT_HEADER, type OutgoingMessage } from '../../core/bus.port.js';
 import { traceMessageHeaders } from '../../core/traceparent.js';
 import type { ExecutionError } from '../../executions/domain/execution.events.js';
 import { currentTraceHeaders } from '../../observability/tracing.js';
 import type { DagEvent, MapItemFacts } from '../dag/dag.types.js';
+import type { ResultSink } from './result-sink.js';
 
 export type ResultKind =
   | 'node_started'
@@ -72,9 +73,11 @@ export const DEFAULT_HOLD_MS = 5;
 export const DEFAULT_MAX_HELD_BYTES = 256 * 1024;
 
 /**
- * Publishes one attempt's results to `flostra.results.v1`, keyed by executionId so they stay in
- * order. `publish` resolves only once the broker acknowledged; a rejection is never swallowed
- * (promise 6, docs/architecture.md): it propagates to the DAG runner, which fails the run visibly.
+ * Publishes one attempt's results to its sink (`flostra.results.v1`, or the ingestor of this
+ * process), keyed by executionId so they stay in order. `publish` resolves only once the sink
+ * took them (the broker acknowledged, or the ingestor handled them); a rejection is never
+ * swallowed (promise 6, docs/architecture.md): it propagates to the DAG runner, which fails the
+ * run visibly.
  *
  * Results of pure nodes may be `hold`-ed instead: they go out with the next `publish`, in the same
  * publish call and before its result, so one batch of one partition carries them together (all
@@ -97,7 +100,7 @@ export class ResultPublisher {
   private readonly maxMessageBytes: number;
 
   constructor(
-    private readonly bus: Bus,
+    private readonly sink: ResultSink,
     private readonly fence: { executionId: string; attemptId: string; workerId: string; fencingToken: number },
     options: ResultPublisherOptions = {},
   ) {
@@ -166,7 +169,7 @@ export class ResultPublisher {
   }
 
   private send(messages: OutgoingMessage[]): Promise<void> {
-    return this.bus.publish(TOPICS.results, messages);
+    return this.sink.send(messages);
   }
 
   /** The message of the next result; one over `maxBytes` is refused and takes no sequence number. */

@@ -12,6 +12,7 @@ import { AttemptRunner } from './attempt-runner.js';
 import { ControlPlaneClient } from './control-plane.client.js';
 import { type ControlPlane, ControlPlaneUnavailableError } from './control-plane.port.js';
 import { IngestWatch } from './ingest-watch.js';
+import type { ResultSink } from './result-sink.js';
 
 export const DISPATCH_DLQ_TOPIC = 'flostra.dispatch.dlq.v1';
 
@@ -26,6 +27,8 @@ export type WorkerOptions = WorkerSettings & ControlPlaneRoute;
 
 interface WorkerSettings {
   bus: Bus;
+  /** Where attempts' results go: `flostra.results.v1` on `bus` unless given (the ingestor of this process, see src/app). */
+  results?: ResultSink;
   executeNode: ExecuteNode;
   /** Node types with no outside effect (see runDag's `isPure`). */
   isPure?: (node: WorkflowNode) => boolean;
@@ -80,6 +83,7 @@ export class WorkerService {
     });
     this.runner = new AttemptRunner({
       bus: options.bus,
+      results: options.results,
       client: this.client,
       executeNode: options.executeNode,
       isPure: options.isPure,

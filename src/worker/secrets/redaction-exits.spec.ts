@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Bus, OutgoingMessage } from '../../core/bus.port.js';
+import type { OutgoingMessage } from '../../core/bus.port.js';
 import type { NodeContext } from '../dag/dag.types.js';
 import { NodeError } from '../dag/node-error.js';
 import { ResultPublisher } from '../runtime/result-publisher.js';
+import type { ResultSink } from '../runtime/result-sink.js';
 import { AttemptSecrets } from './attempt-secrets.js';
 import { redactingExecutor } from './redacting-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
@@ -84,10 +85,10 @@ describe('a node run with secrets', () => {
 describe('results leaving the worker', () => {
   it('are redacted by the attempt’s redactor, held ones too, whatever node produced them', async () => {
     const sent: OutgoingMessage[] = [];
-    const bus = { publish: async (_topic: string, messages: OutgoingMessage[]) => void sent.push(...messages) } as unknown as Bus;
+    const sink: ResultSink = { handledOnSend: false, send: async (messages) => void sent.push(...messages) };
     const redactor = new SecretRedactor();
     const publisher = new ResultPublisher(
-      bus,
+      sink,
       { executionId: 'e', attemptId: 'a', workerId: 'w', fencingToken: 1 },
       { redact: (result) => redactor.value(result) },
     );
