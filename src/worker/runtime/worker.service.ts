@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { INGESTOR_GROUP_ID, TOPICS, TopicNotFoundError, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
@@ -74,6 +75,9 @@ export class WorkerService {
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.client = 'controlPlane' in options ? options.controlPlane : new ControlPlaneClient(options.apiUrl, options.token);
+    // Every running attempt listens on it, and removes its listener when it ends: more than
+    // Node's default of ten at a time is the normal case, not a leak.
+    setMaxListeners(0, this.handBack.signal);
     this.ingestWatch = new IngestWatch({
       bus: options.bus,
       topic: TOPICS.results,
