@@ -29,6 +29,11 @@ import { summarizeCpuProfile, type CpuProfile } from './peers-profile.js';
  *   seen on the event store's subscription as in bench:e2e.
  * - flostra-embedded: the same on PGlite (in memory) and the in-process bus, one process.
  *
+ * All systems stay up for the whole run. Before each cell the benchmark waits (at most 90 s)
+ * until all their processes together are quiet, so that what one system's last cell left it to
+ * do (a read model catching up) does not land on the next system's cell; each cell reports how
+ * long that took and the cores the other systems used while it ran.
+ *
  * Restate and DBOS come from bench/peers/package-lock.json, installed with
  * `npm ci --prefix bench/peers` when missing (never by the root install).
  *
@@ -560,16 +565,60 @@ interface Cell {
   syscallsPerExecution: Record<string, { reads: number; writes: number }>;
   /** Every process on the machine, the benchmark's driver and other tenants included. */
   wholeMachineCpuSecondsPerExecution: number;
+  /** Cores the other systems' processes used during the cell (their idle work, or a backlog left over). */
+  othersCores: number;
+  /** Seconds waited before the cell's warm-up for the other systems to go quiet (see `settle`). */
+  settledAfterSeconds: number;
   memory?: Record<string, unknown>;
 }
 
-async function measure(system: System, concurrency: number, seconds: number, watchMemory = false): Promise<Cell> {
+/** CPU seconds so far of all the processes of `systems`. */
+function cpuOfSystems(systems: readonly System[]): number {
+  const stats = allStats();
+  let total = 0;
+  for (const system of systems)
+    for (const roots of Object.values(system.components)) for (const stat of processTree(roots, stats)) total += stat.cpu;
+  return total;
+}
+
+/** What `settle` waits for: all systems together below this many cores over a window... */
+const QUIET_CORES = 0.25;
+const QUIET_WINDOW_MS = 2_000;
+/** ...for at most this long; a system busy for longer is reported in the cell, not waited for. */
+const SETTLE_LIMIT_MS = 90_000;
+
+/**
+ * Waits until every system's processes together use less than QUIET_CORES over a window: a
+ * system that ran before may still be working off what its last cell left (a read model
+ * catching up, a compaction), and that work would land on the next system's cells. Resolves to
+ * the seconds waited.
+ */
+async function settle(systems: readonly System[]): Promise<number> {
+  const began = Date.now();
+  for (;;) {
+    const before = cpuOfSystems(systems);
+    await new Promise((resolve) => setTimeout(resolve, QUIET_WINDOW_MS));
+    const cores = (cpuOfSystems(systems) - before) / (QUIET_WINDOW_MS / 1_000);
+    if (cores < QUIET_CORES || Date.now() - began >= SETTLE_LIMIT_MS) return Math.round((Date.now() - began) / 100) / 10;
+  }
+}
+
+async function measure(
+  system: System,
+  concurrency: number,
+  seconds: number,
+  watchMemory = false,
+  others: readonly System[] = [],
+): Promise<Cell> {
+  const othersBefore = cpuOfSystems(others);
+  const began = Date.now();
   const before = cpuByComponent(system.components);
   const ioBefore = syscallsByComponent(system.components);
   const stopWatch = watchMemory ? memoryWatch(system.components) : undefined;
   const result = await closedLoop(concurrency, seconds, system.once);
   const memory = stopWatch?.();
   const after = cpuByComponent(system.components);
+  const othersCores = round3((cpuOfSystems(others) - othersBefore) / ((Date.now() - began) / 1_000));
   const ioAfter = syscallsByComponent(system.components);
   const per = (count: number) => Math.round((count / Math.max(1, result.executions)) * 10) / 10;
   const syscalls = Object.fromEntries(
@@ -594,6 +643,8 @@ async function measure(system: System, concurrency: number, seconds: number, wat
     cpuSecondsPerExecution: perExecution,
     syscallsPerExecution: syscalls,
     wholeMachineCpuSecondsPerExecution: result.machineCpu,
+    othersCores,
+    settledAfterSeconds: 0,
     ...(memory !== undefined ? { memory } : {}),
   };
 }
@@ -652,13 +703,18 @@ async function runRounds(systems: Map<SystemName, System>, options: Options) {
     for (const name of order) {
       const system = systems.get(name)!;
       cells[name] = {};
+      const others = [...systems.values()].filter((other) => other !== system);
       for (const concurrency of options.concurrency) {
+        const settledAfterSeconds = await settle([...systems.values()]);
         await measure(system, concurrency, CELL_WARMUP_SECONDS);
-        log(`round ${round}: ${name} at ${concurrency} concurrent, ${options.seconds}s`);
-        const cell = await measure(system, concurrency, options.seconds, concurrency === Math.max(...options.concurrency));
+        log(`round ${round}: ${name} at ${concurrency} concurrent, ${options.seconds}s (quiet after ${settledAfterSeconds}s)`);
+        const cell = {
+          ...(await measure(system, concurrency, options.seconds, concurrency === Math.max(...options.concurrency), others)),
+          settledAfterSeconds,
+        };
         cells[name][String(concurrency)] = cell;
         log(
-          `  ${cell.executionsPerSec}/s, p50 ${cell.latencyMs.p50} ms, p99 ${cell.latencyMs.p99} ms, ${cell.cpuSecondsPerExecution.total} CPU s per execution`,
+          `  ${cell.executionsPerSec}/s, p50 ${cell.latencyMs.p50} ms, p99 ${cell.latencyMs.p99} ms, ${cell.cpuSecondsPerExecution.total} CPU s per execution, others ${cell.othersCores} cores`,
         );
       }
     }
