@@ -15,7 +15,7 @@ import { randomIds } from '../src/core/ids.js';
 import { createLogger, type Logger } from '../src/core/logger.js';
 import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
-import { PgliteSqlClient } from '../src/postgres/pglite-sql-client.js';
+import { openPglite } from '../src/app/infrastructure.js';
 import type { ControlPlaneRoute } from '../src/worker/runtime/worker.service.js';
 import type { ResultSink } from '../src/worker/runtime/result-sink.js';
 import type { SqlClient } from '../src/postgres/sql-client.port.js';
@@ -53,7 +53,7 @@ const stderrLogger = (): Logger => createLogger({ level: 'warn', write: (line) =
 
 export async function openBenchStack(options: BenchStackOptions): Promise<BenchStack> {
   if (options.mode === 'embedded') {
-    const { client: sql, traffic: sqlTraffic } = countSqlTraffic(await PgliteSqlClient.open());
+    const { client: sql, traffic: sqlTraffic } = countSqlTraffic(await openPglite(undefined, loadConfig(process.env)));
     const store = await PostgresEventStore.open(sql);
     const bus = new InProcessBus();
     return { store, sql, sqlTraffic, bus, brokers: [], close: closeAll(bus, store, sql) };

@@ -41,7 +41,7 @@ export interface SqlTraffic {
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
 /** Frames that pass a call on rather than ask for it. */
-const PASS_THROUGH = /\/(sql-traffic|pg-sql-client|pglite-sql-client)\.js/;
+const PASS_THROUGH = /\/(sql-traffic|pg-sql-client|pglite-sql-client|pglite-thread-sql-client)\.js/;
 /** Source files that serve other parts: a count names the role behind them too. */
 const ADAPTERS = /^(postgres|event-store|observability\/measured-)/;
 

@@ -7,6 +7,7 @@ import { KurrentDbEventStore } from '../event-store/kurrentdb/kurrentdb-event-st
 import { PostgresEventStore } from '../event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../postgres/pglite-sql-client.js';
+import { PgliteThreadSqlClient } from '../postgres/pglite-thread-sql-client.js';
 import type { SqlClient } from '../postgres/sql-client.port.js';
 import type { Bus } from '../core/bus.port.js';
 import { InProcessBus } from '../bus/in-process/in-process-bus.js';
@@ -23,6 +24,11 @@ export interface Infrastructure {
   close(): Promise<void>;
 }
 
+/** The embedded PGlite in `dir` (or in memory), on the thread the configuration names. */
+export function openPglite(dir: string | undefined, config: Pick<AppConfig, 'pgliteThread'>): Promise<SqlClient> {
+  return config.pgliteThread === 'own' ? PgliteThreadSqlClient.open(dir) : PgliteSqlClient.open(dir);
+}
+
 /** Opens the stores the configuration names: PGlite under the data dir, real Postgres, or KurrentDB. */
 export async function openInfrastructure(config: AppConfig, logger: Logger): Promise<Infrastructure> {
   const log = logger.child({ component: 'infrastructure' });
@@ -32,8 +38,8 @@ export async function openInfrastructure(config: AppConfig, logger: Logger): Pro
     case 'pglite': {
       const dir = join(config.dataDir, 'pgdata');
       await mkdir(dir, { recursive: true });
-      sql = await PgliteSqlClient.open(dir);
-      log.info('embedded PGlite opened', { dataDir: dir });
+      sql = await openPglite(dir, config);
+      log.info('embedded PGlite opened', { dataDir: dir, thread: config.pgliteThread });
       break;
     }
     case 'postgres':
@@ -54,7 +60,7 @@ export async function openInfrastructure(config: AppConfig, logger: Logger): Pro
       } else {
         const dir = join(config.dataDir, 'pgdata');
         await mkdir(dir, { recursive: true });
-        sql = await PgliteSqlClient.open(dir);
+        sql = await openPglite(dir, config);
       }
       log.info('KurrentDB event store configured', { readModels: config.databaseUrl ? 'DATABASE_URL' : 'embedded PGlite' });
       break;

@@ -15,6 +15,9 @@ const WORKER_TRANSPORTS = ['auto', 'in-process', 'http'] as const;
 /** FLOSTRA_WORKER_RESULTS: see `workerResultsOf`. */
 const WORKER_RESULTS = ['auto', 'in-process', 'bus'] as const;
 
+/** FLOSTRA_PGLITE_THREAD: where the embedded PGlite runs. */
+const PGLITE_THREADS = ['own', 'main'] as const;
+
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /** See `ProjectorOptions.gatherMs`. */
@@ -185,6 +188,10 @@ const envSchema = z.object({
     const results = raw?.toLowerCase() ?? 'auto';
     return WORKER_RESULTS.find((known) => known === results) ?? fail(ctx, `expected one of ${WORKER_RESULTS.join(', ')}`);
   }),
+  FLOSTRA_PGLITE_THREAD: optional.transform((raw, ctx) => {
+    const thread = raw?.toLowerCase() ?? 'own';
+    return PGLITE_THREADS.find((known) => known === thread) ?? fail(ctx, `expected one of ${PGLITE_THREADS.join(', ')}`);
+  }),
   FLOSTRA_WORKER_CONCURRENCY: optional.transform((raw, ctx) => {
     if (raw === undefined) return 8;
     const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
@@ -272,6 +279,8 @@ function toConfig(env: Env) {
     eventStore: env.EVENT_STORE_URL,
     /** null: read models live in the embedded PGlite. */
     databaseUrl: env.DATABASE_URL,
+    /** Where the embedded PGlite runs: `own`, a worker thread of its own; `main`, the process's main thread. */
+    pgliteThread: env.FLOSTRA_PGLITE_THREAD,
     /** null: the in-process bus. */
     kafkaBrokers: env.KAFKA_BROKERS as readonly string[] | null,
     /** How long a Kafka consumer may go without a heartbeat before its group gives its partitions to others. */

@@ -1,12 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sleep } from '../../test/support/eventually.js';
 import { PgliteSqlClient } from './pglite-sql-client.js';
+import { PgliteThreadSqlClient } from './pglite-thread-sql-client.js';
+import type { SqlClient } from './sql-client.port.js';
 
-describe('PGlite SQL client', () => {
-  let client: PgliteSqlClient;
+const CLIENTS: Array<[string, () => Promise<SqlClient>]> = [
+  ['on this thread', () => PgliteSqlClient.open()],
+  ['on a thread of its own', () => PgliteThreadSqlClient.open()],
+];
+
+describe.each(CLIENTS)('PGlite SQL client %s', (_name, open) => {
+  let client: SqlClient;
 
   beforeAll(async () => {
-    client = await PgliteSqlClient.open();
+    client = await open();
     await client.query('create table counter (n integer primary key)');
   });
 
@@ -65,6 +75,16 @@ describe('PGlite SQL client', () => {
       expect((await client.query('select n from counter where n in (300, 301)')).rows).toEqual([]);
     });
 
+    it('reject with the COMMIT\'s own error when the commit fails, and keep nothing', async () => {
+      await client.query('create table deferred (k int constraint deferred_k unique deferrable initially deferred)');
+      const failing = client.transaction(async (tx) => {
+        tx.queue('insert into deferred values (1)');
+        tx.queue('insert into deferred values (1)'); // checked at COMMIT only
+      });
+      await expect(failing).rejects.toMatchObject({ code: '23505', constraint: 'deferred_k' });
+      expect((await client.query('select k from deferred')).rows).toEqual([]);
+    });
+
     it('report a failed write as the cause when a later statement is refused for it', async () => {
       const failing = client.transaction(async (tx) => {
         tx.queue('insert into counter (n) values (310)');
@@ -72,6 +92,47 @@ describe('PGlite SQL client', () => {
         return (await tx.query('select count(*) from counter')).rows;
       });
       await expect(failing).rejects.toMatchObject({ code: '23505' });
+    });
+  });
+
+  describe('values and errors', () => {
+    it('come back as PGlite gives them: numbers, dates, JSON, bytes and nulls', async () => {
+      const { rows } = await client.query<Record<string, unknown>>(
+        `select 42::int as n, '2026-12-02T10:00:00Z'::timestamptz as at, $1::jsonb as doc, $2::bytea as bytes, null::text as nothing`,
+        [JSON.stringify({ a: [1, 'two'] }), new Uint8Array([1, 2, 255])],
+      );
+      expect(rows).toEqual([
+        { n: 42, at: new Date('2026-12-02T10:00:00Z'), doc: { a: [1, 'two'] }, bytes: new Uint8Array([1, 2, 255]), nothing: null },
+      ]);
+    });
+
+    it("keep a failed statement's SQLSTATE and constraint, and the client goes on serving", async () => {
+      await client.query('create table keyed (k text constraint keyed_pk primary key)');
+      await client.query(`insert into keyed values ('a')`);
+      await expect(client.query(`insert into keyed values ('a')`)).rejects.toMatchObject({ code: '23505', constraint: 'keyed_pk' });
+      await expect(client.query('select * from no_such_table')).rejects.toThrow(/no_such_table/);
+      expect((await client.query('select k from keyed')).rows).toEqual([{ k: 'a' }]);
+    });
+
+    it('make a query outside a transaction wait for the open one, as one connection does', async () => {
+      let inside!: () => void;
+      const entered = new Promise<void>((resolve) => (inside = resolve));
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const tx = client.transaction(async (t) => {
+        await t.query('insert into counter (n) values (400)');
+        inside();
+        await held;
+      });
+      await entered;
+      const outside = client.query<{ n: number }>('select n from counter where n = 400');
+      let answered = false;
+      void outside.then(() => (answered = true));
+      await sleep(50);
+      expect(answered).toBe(false);
+      release();
+      await tx;
+      expect((await outside).rows).toEqual([{ n: 400 }]);
     });
   });
 
@@ -86,5 +147,26 @@ describe('PGlite SQL client', () => {
       await sleep(10);
       expect(payloads).toEqual(['one']);
     });
+  });
+});
+
+describe('PGlite SQL client on a thread of its own, persisted', () => {
+  it('keeps what it committed in its data directory for the next open', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'flostra-pglite-thread-'));
+    try {
+      const first = await PgliteThreadSqlClient.open(join(dir, 'pgdata'));
+      await first.transaction(async (tx) => {
+        await tx.query('create table kept (v text)');
+        tx.queue(`insert into kept values ('across opens')`);
+      });
+      await first.close();
+      await expect(first.query('select 1')).rejects.toThrow(/closed/);
+
+      const again = await PgliteThreadSqlClient.open(join(dir, 'pgdata'));
+      expect((await again.query('select v from kept')).rows).toEqual([{ v: 'across opens' }]);
+      await again.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

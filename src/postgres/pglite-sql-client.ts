@@ -26,7 +26,7 @@ import {
  */
 export class PgliteSqlClient implements SqlClient {
   readonly inProcess = true;
-  private readonly listeners = new Map<string, Set<{ onNotify: (payload: string) => void }>>();
+  private readonly notifications = new LocalNotifications();
 
   constructor(readonly db: PGlite) {}
 
@@ -52,29 +52,7 @@ export class PgliteSqlClient implements SqlClient {
   transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.db.transaction(async (tx) => {
       if (options.asynchronousCommit === true) await tx.query('set local synchronous_commit = off');
-      // Queued writes run in order with the rest; the first to fail fails the transaction.
-      const queued: Promise<void>[] = [];
-      let failed: { error: unknown } | undefined;
-      let result: T;
-      try {
-        result = await fn({
-          query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }),
-          queue: (sql: Statement, params?: unknown[]) =>
-            void queued.push(
-              tx.query(statementText(sql), params).then(
-                () => undefined,
-                (error: unknown) => void (failed ??= { error }),
-              ),
-            ),
-        });
-      } catch (error) {
-        // A statement refused because a queued one before it failed reports that earlier failure.
-        await Promise.all(queued);
-        throw failed !== undefined && sqlErrorInfo(error).code === IN_FAILED_TRANSACTION ? failed.error : error;
-      }
-      await Promise.all(queued);
-      if (failed !== undefined) throw failed.error;
-      return result;
+      return await withQueuedWrites(tx, fn);
     });
   }
 
@@ -82,6 +60,58 @@ export class PgliteSqlClient implements SqlClient {
    * A PGlite database belongs to this one process, so its listeners are all here: wake-ups are
    * handed over in memory instead of as a NOTIFY through the database (a query saved per append).
    */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.notifications.listen(channel, onNotify);
+  }
+
+  notify(channel: string, payload: string): Promise<void> {
+    return this.notifications.notify(channel, payload);
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+/** A transaction of PGlite's own API. */
+interface PgliteTransaction {
+  query<R>(sql: string, params?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+/**
+ * Runs `fn` inside an open PGlite transaction and waits for the writes it queued. Queued writes
+ * run in order with the rest; the first to fail fails the transaction (its error is thrown, and
+ * the caller rolls back).
+ */
+async function withQueuedWrites<T>(tx: PgliteTransaction, fn: (tx: SqlTransaction) => Promise<T>): Promise<T> {
+  const queued: Promise<void>[] = [];
+  let failed: { error: unknown } | undefined;
+  let result: T;
+  try {
+    result = await fn({
+      query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await tx.query<R>(statementText(sql), params)).rows }),
+      queue: (sql: Statement, params?: unknown[]) =>
+        void queued.push(
+          tx.query(statementText(sql), params).then(
+            () => undefined,
+            (error: unknown) => void (failed ??= { error }),
+          ),
+        ),
+    });
+  } catch (error) {
+    // A statement refused because a queued one before it failed reports that earlier failure.
+    await Promise.all(queued);
+    throw failed !== undefined && sqlErrorInfo(error).code === IN_FAILED_TRANSACTION ? failed.error : error;
+  }
+  await Promise.all(queued);
+  if (failed !== undefined) throw failed.error;
+  return result;
+}
+
+/** LISTEN and NOTIFY of a database only this process opens: handed over in memory. */
+export class LocalNotifications {
+  private readonly listeners = new Map<string, Set<{ onNotify: (payload: string) => void }>>();
+
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
     const listeners = this.listeners.get(channel) ?? new Set();
     this.listeners.set(channel, listeners);
@@ -97,10 +127,6 @@ export class PgliteSqlClient implements SqlClient {
     // Delivered after the caller's turn, as a NOTIFY would be: never inside the notifier's code.
     for (const { onNotify } of this.listeners.get(channel) ?? []) setImmediate(() => onNotify(payload));
   }
-
-  async close(): Promise<void> {
-    await this.db.close();
-  }
 }
 
 /**
@@ -115,20 +141,35 @@ export class PgliteSqlClient implements SqlClient {
 let freshCluster: Promise<Blob | undefined> | undefined;
 
 async function openInMemory(): Promise<PGlite> {
-  freshCluster ??= readFreshClusterImage();
-  const image = await freshCluster;
+  const image = await freshClusterImage();
   if (image !== undefined) {
     try {
       return await PGlite.create({ loadDataDir: image });
     } catch {
-      await rm(await freshClusterImagePath(), { force: true });
+      await dropFreshClusterImage();
     }
   }
   const db = await PGlite.create();
-  const taken = await db.dumpDataDir('none');
-  freshCluster = Promise.resolve(taken);
-  await writeFreshClusterImage(taken).catch(() => undefined);
+  await keepFreshClusterImage(await db.dumpDataDir('none'));
   return db;
+}
+
+/** The image of a new cluster, when this user's processes made one (read once per process). */
+export function freshClusterImage(): Promise<Blob | undefined> {
+  freshCluster ??= readFreshClusterImage();
+  return freshCluster;
+}
+
+/** Forgets an image that did not load, so that the next database makes a new one. */
+export async function dropFreshClusterImage(): Promise<void> {
+  freshCluster = undefined;
+  await rm(await freshClusterImagePath(), { force: true });
+}
+
+/** Keeps the image of a new cluster for this process and the others of this user. */
+export async function keepFreshClusterImage(image: Blob): Promise<void> {
+  freshCluster = Promise.resolve(image);
+  await writeFreshClusterImage(image).catch(() => undefined);
 }
 
 let imagePath: Promise<string> | undefined;
@@ -179,7 +220,7 @@ async function isPrivateDirectory(dir: string): Promise<boolean> {
   return stat.isDirectory() && (uid === undefined || stat.uid === uid) && (stat.mode & 0o022) === 0;
 }
 
-async function isMissingOrEmpty(dir: string): Promise<boolean> {
+export async function isMissingOrEmpty(dir: string): Promise<boolean> {
   try {
     return (await readdir(dir)).length === 0;
   } catch (error) {

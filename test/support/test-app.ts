@@ -11,7 +11,7 @@ import { randomIds } from '../../src/core/ids.js';
 import { createLogger, type Logger, type LogThreshold } from '../../src/core/logger.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
-import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
+import { openPglite } from '../../src/app/infrastructure.js';
 import { AdjustableClock } from './adjustable-clock.js';
 import { createTestDatabase } from './postgres-server.js';
 import type { SqlClient } from '../../src/postgres/sql-client.port.js';
@@ -89,13 +89,17 @@ export interface TestAppOptions {
   databaseUrl?: string;
 }
 
-/** Opens a fresh store of the given kind (in-memory PGlite, or a new database on the test server). */
+/**
+ * Opens a fresh store of the given kind (in-memory PGlite, or a new database on the test server).
+ * PGlite runs where `pgliteThread` says, by default where the app's configuration puts it.
+ */
 export async function openTestStore(
   kind: StoreKind,
   databaseUrl?: string,
+  pgliteThread: AppConfig['pgliteThread'] = loadConfig({}).pgliteThread,
 ): Promise<{ store: EventStore; sql: SqlClient; url: string | null; close(): Promise<void> }> {
   if (kind === 'pglite') {
-    const client = await PgliteSqlClient.open();
+    const client = await openPglite(undefined, { pgliteThread });
     const store = await PostgresEventStore.open(client);
     return {
       store,
@@ -110,7 +114,7 @@ export async function openTestStore(
   if (kind === 'kurrentdb') {
     const double = await KurrentDbDouble.start();
     const store = KurrentDbEventStore.connect(double.url);
-    const client = await PgliteSqlClient.open();
+    const client = await openPglite(undefined, { pgliteThread });
     return {
       store,
       sql: client,
@@ -165,9 +169,9 @@ function testLogLevel(): LogThreshold {
 
 /** The whole HTTP application on 127.0.0.1, over a real store, with an adjustable clock. */
 export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const opened = await openTestStore(kind, options.databaseUrl);
-  const clock = new AdjustableClock();
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
+  const opened = await openTestStore(kind, options.databaseUrl, config.pgliteThread);
+  const clock = new AdjustableClock();
   // FLOSTRA_TEST_LOG_LEVEL=error shows what a test's app logged, e.g. the cause of a 500.
   const logger = options.logger ?? createLogger({ level: testLogLevel() });
   const bus = options.bus ?? new InProcessBus();

@@ -1,5 +1,6 @@
 import { expect } from '@jest/globals';
 import { fold } from '../../../src/core/decider.js';
+import { types } from 'node:util';
 import { createLogger } from '../../../src/core/logger.js';
 import { KurrentDbEventStore } from '../../../src/event-store/kurrentdb/kurrentdb-event-store.js';
 import { PostgresEventStore } from '../../../src/event-store/postgres/postgres-event-store.js';
@@ -132,7 +133,7 @@ export async function dumpReadModels(sql: SqlQueryable): Promise<Record<string, 
     for (const relation of definition.relations) {
       const { rows } = await sql.query<Record<string, unknown>>(`select * from read_models.${relation} order by 1`);
       result[relation] = rows.map((row) =>
-        Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
+        Object.fromEntries(Object.entries(row).map(([k, v]) => [k, types.isDate(v) ? v.toISOString() : v])),
       );
     }
   }

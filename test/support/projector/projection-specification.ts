@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { types } from 'node:util';
 import type { ProjectedEvent } from '../../../projections/execution-events.js';
 import type { RecordedEvent } from '../../../src/core/event-store.port.js';
 import type { ExecutionEvent } from '../../../src/executions/domain/execution.events.js';
@@ -142,7 +143,7 @@ async function project(
   for (const [relation, table] of Object.entries(tables)) {
     const { rows } = await sql.query<Record<string, unknown>>(`select * from ${table} order by 1`);
     result[relation] = rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
+      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, types.isDate(v) ? v.toISOString() : v])),
     );
   }
   return result;

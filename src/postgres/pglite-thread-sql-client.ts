@@ -1,0 +1,335 @@
+import { Worker } from 'node:worker_threads';
+import { InProcessSessionLocks } from './in-process-session-locks.js';
+import {
+  createPgliteCluster,
+  dropFreshClusterImage,
+  freshClusterImage,
+  isMissingOrEmpty,
+  keepFreshClusterImage,
+  LocalNotifications,
+} from './pglite-sql-client.js';
+import {
+  IN_FAILED_TRANSACTION,
+  sqlErrorInfo,
+  statementText,
+  type SessionLocks,
+  type SqlClient,
+  type SqlTransaction,
+  type Statement,
+  type TransactionOptions,
+} from './sql-client.port.js';
+
+/**
+ * The database thread: a CommonJS script evaluated by Node (so it runs the same from the sources
+ * and from dist/) that opens PGlite and answers the client's messages. Each message is one call
+ * of PGlite's own API (`query`, `transaction`, a query inside it, its end), carried out in the
+ * order the messages arrive, so PGlite's own queueing decides what runs when, as it does on the
+ * main thread.
+ */
+const DATABASE_THREAD = `
+'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+
+// A database error crosses the thread as its message, name and fields (code, constraint, ...).
+function describe(error) {
+  const fields = {};
+  if (error !== null && typeof error === 'object') {
+    for (const key of Object.keys(error)) {
+      const value = error[key];
+      if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) fields[key] = value;
+    }
+  }
+  return {
+    message: error instanceof Error ? error.message : String(error),
+    name: error instanceof Error ? error.name : 'Error',
+    fields,
+  };
+}
+
+const answer = (id, promise) =>
+  promise.then(
+    (result) => parentPort.postMessage({ id, rows: result.rows }),
+    (error) => parentPort.postMessage({ id, error: describe(error) }),
+  );
+
+const ROLLBACK = Symbol('rollback');
+const open = new Map();
+let db;
+
+async function main() {
+  const { PGlite } = await import(workerData.pglite);
+  let image;
+  if (workerData.dataDir !== null) {
+    db = await PGlite.create(workerData.dataDir);
+  } else {
+    if (workerData.image !== null) {
+      try {
+        db = await PGlite.create({ loadDataDir: new Blob([workerData.image]) });
+      } catch {
+        image = null;
+      }
+    }
+    if (db === undefined) {
+      db = await PGlite.create();
+      image = new Uint8Array(await (await db.dumpDataDir('none')).arrayBuffer());
+    }
+  }
+
+  parentPort.on('message', (message) => {
+    switch (message.op) {
+      case 'query':
+        return void answer(message.id, db.query(message.sql, message.params));
+      case 'begin':
+        return begin(message);
+      case 'tx':
+        return statement(message);
+      case 'end':
+        return end(message);
+      case 'close':
+        return void answer(message.id, db.close().then(() => ({ rows: [] })));
+    }
+  });
+  parentPort.postMessage({ ready: true, image });
+}
+
+// A transaction opens with PGlite's own API and stays open until its 'end'. The client sends its
+// statements without waiting for the BEGIN, and its end without waiting for the answers of the
+// writes it only queued, so no crossing of the thread leaves PGlite idle inside a transaction.
+// 'end' commits only when every statement of the transaction succeeded; else it rolls back and
+// answers with the first failure, as a queued write's failure fails the transaction.
+function begin({ id, tx, asynchronousCommit }) {
+  const entry = { statements: [], failure: undefined, finish: undefined, end: undefined };
+  entry.handle = new Promise((resolve, reject) => {
+    entry.opened = resolve;
+    entry.refused = reject;
+  });
+  entry.handle.catch(() => undefined);
+  open.set(tx, entry);
+  db.transaction(async (handle) => {
+    if (asynchronousCommit) await handle.query('set local synchronous_commit = off');
+    entry.opened(handle);
+    parentPort.postMessage({ id, rows: [] });
+    await new Promise((resolve, reject) => {
+      entry.finish = (commit) => (commit ? resolve() : reject(ROLLBACK));
+    });
+  }).then(
+    () => parentPort.postMessage({ id: entry.end.id, rows: [] }),
+    (error) => {
+      if (entry.finish === undefined) {
+        // BEGIN itself failed: the statements and the end answer with its error.
+        entry.refused(error);
+        return parentPort.postMessage({ id, error: describe(error) });
+      }
+      const failure = error !== ROLLBACK ? error : entry.end.commit ? entry.failure : undefined;
+      parentPort.postMessage(failure === undefined ? { id: entry.end.id, rows: [] } : { id: entry.end.id, error: describe(failure) });
+    },
+  );
+}
+
+function statement({ id, tx, sql, params }) {
+  const entry = open.get(tx);
+  if (entry === undefined) return parentPort.postMessage({ id, error: describe(new Error('the transaction is no longer open')) });
+  const run = entry.handle.then((handle) => handle.query(sql, params));
+  entry.statements.push(run.then(undefined, (error) => void (entry.failure ??= error)));
+  answer(id, run);
+}
+
+function end({ id, tx, commit }) {
+  const entry = open.get(tx);
+  if (entry === undefined) return parentPort.postMessage({ id, error: describe(new Error('the transaction is no longer open')) });
+  open.delete(tx);
+  entry.end = { id, commit };
+  Promise.all(entry.statements)
+    .then(() => entry.handle)
+    .then(
+      () => entry.finish(commit && entry.failure === undefined),
+      (error) => parentPort.postMessage({ id, error: describe(error) }),
+    );
+}
+
+main().catch((error) => parentPort.postMessage({ failed: describe(error) }));
+`;
+
+interface Pending {
+  resolve(rows: unknown[]): void;
+  reject(error: Error): void;
+}
+
+interface Reply {
+  id: number;
+  rows?: unknown[];
+  error?: ThreadError;
+}
+
+interface ThreadError {
+  message: string;
+  name: string;
+  fields: Record<string, unknown>;
+}
+
+/** A database error from the thread, with the fields (`code`, `constraint`, ...) it had there. */
+function rebuild(error: ThreadError): Error {
+  const rebuilt = new Error(error.message);
+  rebuilt.name = error.name;
+  return Object.assign(rebuilt, error.fields);
+}
+
+export interface PgliteThreadOptions {
+  /** How long the thread may take to open the database before `open` fails. Default 120 s. */
+  openTimeoutMs?: number;
+}
+
+/**
+ * SqlClient over a PGlite that runs on a worker thread of its own (the embedded mode). PGlite
+ * is a database compiled to WebAssembly that runs one statement at a time on the thread that
+ * calls it; on the main thread every statement it runs is time the HTTP server, the projector
+ * and the in-process worker cannot have. On a thread of its own it runs beside them, on
+ * another core, and the main thread only sends statements and reads their answers.
+ *
+ * The semantics are PGlite's own: one connection, calls carried out in the order they are made,
+ * a query outside a transaction waits for the open one, and inside `transaction(fn)` `fn` must
+ * use `tx` only. Statements and their answers cross the thread by structured clone, so values
+ * arrive as PGlite produced them (dates, byte arrays, parsed JSON).
+ */
+export class PgliteThreadSqlClient implements SqlClient {
+  readonly inProcess = true;
+  private readonly notifications = new LocalNotifications();
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private nextTransaction = 1;
+  /** Why the thread is gone; every call after that fails with it. */
+  private stopped: Error | undefined;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (reply: Reply) => this.settle(reply));
+    worker.on('error', (error) => this.stop(new Error(`the PGlite thread failed: ${error.message}`, { cause: error })));
+    worker.on('exit', (code) => this.stop(new Error(`the PGlite thread stopped (exit code ${code})`)));
+    // Only calls in flight keep the process alive, as a socket with a request in flight would.
+    worker.unref();
+  }
+
+  /**
+   * Opens a database persisted in `dataDir`, or in memory when absent, on a new thread. A missing
+   * or empty `dataDir` first gets a new cluster from `createPgliteCluster`.
+   */
+  static async open(dataDir?: string, options: PgliteThreadOptions = {}): Promise<PgliteThreadSqlClient> {
+    if (dataDir !== undefined && (await isMissingOrEmpty(dataDir))) await createPgliteCluster(dataDir);
+    const image = dataDir === undefined ? await freshClusterImage() : undefined;
+    const worker = new Worker(DATABASE_THREAD, {
+      eval: true,
+      workerData: {
+        pglite: import.meta.resolve('@electric-sql/pglite'),
+        dataDir: dataDir ?? null,
+        image: image === undefined ? null : new Uint8Array(await image.arrayBuffer()),
+      },
+    });
+    const opened = await new Promise<{ image?: Uint8Array | null }>((resolve, reject) => {
+      const timeoutMs = options.openTimeoutMs ?? 120_000;
+      const timer = setTimeout(() => fail(new Error(`PGlite did not open within ${timeoutMs} ms`)), timeoutMs);
+      const fail = (error: Error) => {
+        clearTimeout(timer);
+        worker.off('message', onMessage);
+        void worker.terminate();
+        reject(error);
+      };
+      const onMessage = (message: { ready?: true; image?: Uint8Array | null; failed?: ThreadError }) => {
+        if (message.failed !== undefined) return fail(rebuild(message.failed));
+        if (message.ready !== true) return;
+        clearTimeout(timer);
+        worker.off('message', onMessage);
+        worker.off('error', fail);
+        resolve(message);
+      };
+      worker.on('message', onMessage);
+      worker.once('error', fail);
+    });
+    if (opened.image === null) await dropFreshClusterImage();
+    if (opened.image instanceof Uint8Array) await keepFreshClusterImage(new Blob([opened.image]));
+    return new PgliteThreadSqlClient(worker);
+  }
+
+  sessionLocks(): SessionLocks {
+    return new InProcessSessionLocks(this);
+  }
+
+  async query<T>(sql: Statement, params?: unknown[]): Promise<{ rows: T[] }> {
+    return { rows: (await this.call({ op: 'query', sql: statementText(sql), params })) as T[] };
+  }
+
+  async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const tx = this.nextTransaction++;
+    // BEGIN, the statements and the end go out without waiting for one another: the thread
+    // carries them out in the order sent.
+    const begun = this.call({ op: 'begin', tx, asynchronousCommit: options.asynchronousCommit === true });
+    begun.catch(() => undefined);
+    const run = (sql: Statement, params?: unknown[]) => this.call({ op: 'tx', tx, sql: statementText(sql), params });
+    const queued: Promise<void>[] = [];
+    let failed: { error: unknown } | undefined;
+    let result: T;
+    try {
+      result = await fn({
+        query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await run(sql, params)) as R[] }),
+        queue: (sql: Statement, params?: unknown[]) =>
+          void queued.push(
+            run(sql, params).then(
+              () => undefined,
+              (error: unknown) => void (failed ??= { error }),
+            ),
+          ),
+      });
+    } catch (error) {
+      await this.call({ op: 'end', tx, commit: false }).catch(() => undefined);
+      await Promise.all(queued);
+      const refused = await begun.then(
+        () => undefined,
+        (beginError: unknown) => beginError,
+      );
+      // A statement refused because a queued one before it failed reports that earlier failure.
+      throw refused ?? (failed !== undefined && sqlErrorInfo(error).code === IN_FAILED_TRANSACTION ? failed.error : error);
+    }
+    // Commits when every statement succeeded; else rolls back and rejects with the first failure.
+    await this.call({ op: 'end', tx, commit: true });
+    return result;
+  }
+
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.notifications.listen(channel, onNotify);
+  }
+
+  notify(channel: string, payload: string): Promise<void> {
+    return this.notifications.notify(channel, payload);
+  }
+
+  async close(): Promise<void> {
+    if (this.stopped === undefined) {
+      await this.call({ op: 'close' });
+      this.stop(new Error('the PGlite client is closed'));
+    }
+    await this.worker.terminate();
+  }
+
+  private call(message: Record<string, unknown>): Promise<unknown[]> {
+    if (this.stopped !== undefined) return Promise.reject(this.stopped);
+    const id = this.nextId++;
+    return new Promise<unknown[]>((resolve, reject) => {
+      if (this.pending.size === 0) this.worker.ref();
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  private settle(reply: Reply): void {
+    const pending = this.pending.get(reply.id);
+    if (pending === undefined) return;
+    this.pending.delete(reply.id);
+    if (this.pending.size === 0) this.worker.unref();
+    if (reply.error !== undefined) pending.reject(rebuild(reply.error));
+    else pending.resolve(reply.rows ?? []);
+  }
+
+  private stop(reason: Error): void {
+    this.stopped ??= reason;
+    for (const { reject } of this.pending.values()) reject(this.stopped);
+    this.pending.clear();
+  }
+}
