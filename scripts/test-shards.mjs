@@ -41,11 +41,23 @@ const started = Date.now();
 
 function run(index) {
   const shardArgs = shards > 1 ? [`--shard=${index}/${shards}`] : [];
-  const child = spawn(process.execPath, ['--experimental-vm-modules', '--no-warnings', jest, '--maxWorkers=1', `--workerIdleMemoryLimit=${WORKER_MEMORY_LIMIT}`, ...shardArgs, ...args], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: process.env,
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--experimental-vm-modules',
+      '--no-warnings',
+      jest,
+      '--maxWorkers=1',
+      `--workerIdleMemoryLimit=${WORKER_MEMORY_LIMIT}`,
+      ...shardArgs,
+      ...args,
+    ],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: process.env,
+    },
+  );
   const label = shards > 1 ? `[${index}/${shards}] ` : '';
   for (const [stream, sink] of [
     [child.stdout, process.stdout],

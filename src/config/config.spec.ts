@@ -35,6 +35,7 @@ describe('loadConfig', () => {
       expect(config.roles).toEqual([...PROCESS_ROLES]);
       expect(config.eventStore).toEqual({ kind: 'pglite' });
       expect(config.databaseUrl).toBeNull();
+      expect(config.pgliteThread).toBe('main');
       expect(config.kafkaBrokers).toBeNull();
       expect(config.tokensFile).toBeNull();
       expect(config.tokensReload).toBe('watch');
@@ -98,6 +99,7 @@ describe('loadConfig', () => {
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
       FLOSTRA_WORKER_TRANSPORT: 'HTTP',
       FLOSTRA_WORKER_RESULTS: 'Bus',
+      FLOSTRA_PGLITE_THREAD: 'Own',
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
@@ -131,6 +133,7 @@ describe('loadConfig', () => {
       roles: ['api', 'worker'],
       eventStore: { kind: 'kurrentdb', url: 'esdb://localhost:2113?tls=false' },
       databaseUrl: 'postgresql://u:p@localhost/flostra',
+      pgliteThread: 'own',
       kafkaBrokers: ['localhost:9092', '[::1]:9093'],
       kafkaSessionTimeoutMs: 10_000,
       tokensFile: '/etc/flostra/tokens.json',
@@ -224,6 +227,7 @@ describe('loadConfig', () => {
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
       ['FLOSTRA_WORKER_TRANSPORT', 'grpc', 'FLOSTRA_WORKER_TRANSPORT: expected one of auto, in-process, http, got "grpc"'],
       ['FLOSTRA_WORKER_RESULTS', 'kafka', 'FLOSTRA_WORKER_RESULTS: expected one of auto, in-process, bus, got "kafka"'],
+      ['FLOSTRA_PGLITE_THREAD', 'worker', 'FLOSTRA_PGLITE_THREAD: expected one of own, main, got "worker"'],
       ['FLOSTRA_METRICS_PORT', '70000', 'FLOSTRA_METRICS_PORT: expected an integer 0-65535, got "70000"'],
       ['FLOSTRA_METRICS_MAX_WORKSPACES', '10001', 'FLOSTRA_METRICS_MAX_WORKSPACES: expected an integer 0-10000, got "10001"'],
       [

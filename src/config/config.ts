@@ -189,7 +189,7 @@ const envSchema = z.object({
     return WORKER_RESULTS.find((known) => known === results) ?? fail(ctx, `expected one of ${WORKER_RESULTS.join(', ')}`);
   }),
   FLOSTRA_PGLITE_THREAD: optional.transform((raw, ctx) => {
-    const thread = raw?.toLowerCase() ?? 'own';
+    const thread = raw?.toLowerCase() ?? 'main';
     return PGLITE_THREADS.find((known) => known === thread) ?? fail(ctx, `expected one of ${PGLITE_THREADS.join(', ')}`);
   }),
   FLOSTRA_WORKER_CONCURRENCY: optional.transform((raw, ctx) => {
@@ -279,7 +279,7 @@ function toConfig(env: Env) {
     eventStore: env.EVENT_STORE_URL,
     /** null: read models live in the embedded PGlite. */
     databaseUrl: env.DATABASE_URL,
-    /** Where the embedded PGlite runs: `own`, a worker thread of its own; `main`, the process's main thread. */
+    /** Where the embedded PGlite runs: `main`, the process's main thread; `own`, a worker thread of its own. */
     pgliteThread: env.FLOSTRA_PGLITE_THREAD,
     /** null: the in-process bus. */
     kafkaBrokers: env.KAFKA_BROKERS as readonly string[] | null,

@@ -75,7 +75,7 @@ describe.each(CLIENTS)('PGlite SQL client %s', (_name, open) => {
       expect((await client.query('select n from counter where n in (300, 301)')).rows).toEqual([]);
     });
 
-    it('reject with the COMMIT\'s own error when the commit fails, and keep nothing', async () => {
+    it("reject with the COMMIT's own error when the commit fails, and keep nothing", async () => {
       await client.query('create table deferred (k int constraint deferred_k unique deferrable initially deferred)');
       const failing = client.transaction(async (tx) => {
         tx.queue('insert into deferred values (1)');

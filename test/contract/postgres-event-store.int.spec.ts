@@ -6,6 +6,7 @@ import { PostgresEventStore } from '../../src/event-store/postgres/postgres-even
 import { comparePositions, encodePosition } from '../../src/event-store/postgres/position.codec.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
+import { PgliteThreadSqlClient } from '../../src/postgres/pglite-thread-sql-client.js';
 import type { SqlClient } from '../../src/postgres/sql-client.port.js';
 import { createTestDatabase } from '../support/postgres-server.js';
 import { sleep } from '../support/eventually.js';
@@ -17,6 +18,11 @@ const NO_POLLING = { pollIntervalMs: 60_000 };
 
 eventStoreContract('Postgres on PGlite (in memory)', async () => {
   const client = await PgliteSqlClient.open();
+  return { open: () => PostgresEventStore.open(client, NO_POLLING), dispose: () => client.close() };
+});
+
+eventStoreContract('Postgres on PGlite on a thread of its own', async () => {
+  const client = await PgliteThreadSqlClient.open();
   return { open: () => PostgresEventStore.open(client, NO_POLLING), dispose: () => client.close() };
 });
 
@@ -128,9 +134,10 @@ describe('Postgres event store on a real server', () => {
 
 describe.each([
   ['PGlite', async () => ({ client: await PgliteSqlClient.open() })],
+  ['PGlite on a thread of its own', async () => ({ client: await PgliteThreadSqlClient.open() })],
   ['a real server', async () => ({ client: new PgSqlClient({ connectionString: await createTestDatabase('event_store_batches') }) })],
 ])('Postgres event store appends made together, on %s', (_name, open) => {
-  let client: PgliteSqlClient | PgSqlClient;
+  let client: SqlClient;
   let store: PostgresEventStore;
 
   beforeAll(async () => {

@@ -52,7 +52,8 @@ describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
     const done = await api.post(attempt(executionId, attemptId, 'complete'), { token: TOKENS.worker, body: { ...fence, ...outcome } });
     if (done.status !== 200) return void failures.push(`complete ${done.status}`);
     const history = await api.get(`/v1/executions/${executionId}/history`, { token: TOKENS.viewerA });
-    if (history.status !== 200 || history.body.events.at(-1).position !== done.body.position) return void failures.push(`history ${history.status}`);
+    if (history.status !== 200 || history.body.events.at(-1).position !== done.body.position)
+      return void failures.push(`history ${history.status}`);
     finished++;
   }
 
