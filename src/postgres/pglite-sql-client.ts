@@ -161,7 +161,7 @@ export function freshClusterImage(): Promise<Blob | undefined> {
 }
 
 /** Forgets an image that did not load, so that the next database makes a new one. */
-export async function dropFreshClusterImage(): Promise<void> {
+async function dropFreshClusterImage(): Promise<void> {
   freshCluster = undefined;
   await rm(await freshClusterImagePath(), { force: true });
 }

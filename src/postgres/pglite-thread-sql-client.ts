@@ -2,7 +2,6 @@ import { Worker } from 'node:worker_threads';
 import { InProcessSessionLocks } from './in-process-session-locks.js';
 import {
   createPgliteCluster,
-  dropFreshClusterImage,
   freshClusterImage,
   isMissingOrEmpty,
   keepFreshClusterImage,
@@ -63,11 +62,8 @@ async function main() {
     db = await PGlite.create(workerData.dataDir);
   } else {
     if (workerData.image !== null) {
-      try {
-        db = await PGlite.create({ loadDataDir: new Blob([workerData.image]) });
-      } catch {
-        image = null;
-      }
+      // An image that does not load is replaced by the new cluster's, sent back below.
+      db = await PGlite.create({ loadDataDir: new Blob([workerData.image]) }).catch(() => undefined);
     }
     if (db === undefined) {
       db = await PGlite.create();
@@ -223,7 +219,7 @@ export class PgliteThreadSqlClient implements SqlClient {
         image: image === undefined ? null : new Uint8Array(await image.arrayBuffer()),
       },
     });
-    const opened = await new Promise<{ image?: Uint8Array | null }>((resolve, reject) => {
+    const opened = await new Promise<{ image?: Uint8Array }>((resolve, reject) => {
       const timeoutMs = options.openTimeoutMs ?? 120_000;
       const timer = setTimeout(() => fail(new Error(`PGlite did not open within ${timeoutMs} ms`)), timeoutMs);
       const fail = (error: Error) => {
@@ -232,7 +228,7 @@ export class PgliteThreadSqlClient implements SqlClient {
         void worker.terminate();
         reject(error);
       };
-      const onMessage = (message: { ready?: true; image?: Uint8Array | null; failed?: ThreadError }) => {
+      const onMessage = (message: { ready?: true; image?: Uint8Array; failed?: ThreadError }) => {
         if (message.failed !== undefined) return fail(rebuild(message.failed));
         if (message.ready !== true) return;
         clearTimeout(timer);
@@ -243,8 +239,7 @@ export class PgliteThreadSqlClient implements SqlClient {
       worker.on('message', onMessage);
       worker.once('error', fail);
     });
-    if (opened.image === null) await dropFreshClusterImage();
-    if (opened.image instanceof Uint8Array) await keepFreshClusterImage(new Blob([opened.image]));
+    if (opened.image !== undefined) await keepFreshClusterImage(new Blob([opened.image]));
     return new PgliteThreadSqlClient(worker);
   }
 
