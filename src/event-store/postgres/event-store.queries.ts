@@ -30,6 +30,9 @@ const ENCODED_EVENT = `'{"id":"' || e.event_id::text || '","type":' || to_json(e
   || '","data":' || e.data::text || ',"metadata":' || e.metadata::text
   || ',"at":' || floor(extract(epoch from e.recorded_at) * 1000) || '}'`;
 
+/** ENCODED_EVENT with the event's stream: an event of the global log. */
+const ENCODED_LOG_EVENT = `'{"stream":' || to_json(e.stream_id)::text || ',' || substr(${ENCODED_EVENT}, 2)`;
+
 /**
  * Stream reads, several in one statement: read `ord` (1-based) is stream $1[ord] from revision
  * $2[ord], at most $3[ord] events (null: all). Each read is one row whose `events` is the
@@ -60,13 +63,18 @@ export const READ_STREAM_SQL = reusable(`select ${EVENT_COLUMNS} from event_stor
 const HEAD = `select e.transaction_id::text as head_xid, e.seq as head_seq from event_store.events e
   where ${READABLE} order by e.transaction_id desc, e.seq desc limit 1`;
 
-/** Events after the cursor ($1, $2) that a reader may see, in position order, at most `limit`. */
+/**
+ * Events after the cursor ($1, $2) that a reader may see, at most `limit`, as one JSON array in
+ * text (`events`, null for none) in position order: one field for a whole page, not nine per
+ * event (see READ_STREAMS_SQL). Each event as ENCODED_EVENT, with its `stream`.
+ */
 function pageAfter(where: string, limit: string): string {
-  return `select ${EVENT_COLUMNS}, e.transaction_id as xid from event_store.events e
-    where ${READABLE}
-      and (e.transaction_id, e.seq) > ($1::xid8, $2::bigint)${where}
-    order by e.transaction_id, e.seq
-    limit ${limit}`;
+  return `select '[' || string_agg(p.encoded, ',' order by p.xid, p.seq) || ']' as events
+    from (select ${ENCODED_LOG_EVENT} as encoded, e.transaction_id as xid, e.seq from event_store.events e
+      where ${READABLE}
+        and (e.transaction_id, e.seq) > ($1::xid8, $2::bigint)${where}
+      order by e.transaction_id, e.seq
+      limit ${limit}) p`;
 }
 
 /**
@@ -81,20 +89,16 @@ const PREFIX_FILTER = `
       and ($3::text[] is null or exists (select 1 from unnest($3::text[]) as p(prefix) where starts_with(e.stream_id, p.prefix)))`;
 
 /** The page after a cursor, plus the readable head in the same snapshot. */
-export const READ_PAGE_SQL = reusable(`with page as (${pageAfter(PREFIX_FILTER, '$4')})
-  select head.head_xid, head.head_seq, page.*
+export const READ_PAGE_SQL = reusable(`select head.head_xid, head.head_seq, page.events
   from (select 1) as anchor
   left join (${HEAD}) as head on true
-  left join page on true
-  order by page.xid, page.seq`);
+  left join (${pageAfter(PREFIX_FILTER, '$4')}) as page on true`);
 
 /** The shared tail's refresh: the unfiltered page after a cursor, the head, and held_back, in one snapshot. */
-export const READ_TAIL_SQL = reusable(`with page as (${pageAfter('', '$3')})
-  select head.head_xid, head.head_seq, ${HELD_BACK}, page.*
+export const READ_TAIL_SQL = reusable(`select head.head_xid, head.head_seq, ${HELD_BACK}, page.events
   from (select 1) as anchor
   left join (${HEAD}) as head on true
-  left join page on true
-  order by page.xid, page.seq`);
+  left join (${pageAfter('', '$3')}) as page on true`);
 
 export const PROBE_SQL = reusable(`select head.head_xid, head.head_seq, ${HELD_BACK}
   from (select 1) as anchor left join (${HEAD}) as head on true`);
@@ -157,7 +161,11 @@ export type StreamEvents = EventRow[] | string | null;
 export function toStreamEvents(streamId: string, events: StreamEvents): RecordedEvent[] {
   if (events === null) return [];
   if (typeof events !== 'string') return events.map(toRecordedEvent);
-  return (JSON.parse(events) as EncodedEvent[]).map((event) => ({
+  return (JSON.parse(events) as EncodedEvent[]).map((event) => decoded(streamId, event));
+}
+
+function decoded(streamId: string, event: EncodedEvent): RecordedEvent {
+  return {
     id: event.id,
     type: event.type,
     streamId,
@@ -166,7 +174,24 @@ export function toStreamEvents(streamId: string, events: StreamEvents): Recorded
     data: event.data,
     metadata: event.metadata,
     recordedAt: new Date(event.at).toISOString(),
-  }));
+  };
+}
+
+/** One event of the log as ENCODED_LOG_EVENT writes it. */
+interface EncodedLogEvent extends EncodedEvent {
+  stream: string;
+}
+
+/** A page of the log (READ_PAGE_SQL, READ_TAIL_SQL): its events, the head, and the xid of each event's append. */
+export interface LogPageRow extends HeadRow {
+  /** JSON array in text, null for none. */
+  events: string | null;
+}
+
+/** A page's events, in position order, each with the transaction id of its append. */
+export function toLogEvents(events: string | null): { event: RecordedEvent; xid: string }[] {
+  if (events === null) return [];
+  return (JSON.parse(events) as EncodedLogEvent[]).map((event) => ({ event: decoded(event.stream, event), xid: event.xid }));
 }
 
 export interface HeadRow {

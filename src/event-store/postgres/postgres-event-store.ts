@@ -23,11 +23,11 @@ import {
   STREAM_REVISION_SQL,
   headPosition,
   revisionName,
-  toRecordedEvent,
+  toLogEvents,
   toStreamEvents,
   type AppendRow,
-  type EventRow,
   type HeadRow,
+  type LogPageRow,
   type StreamEvents,
   type StreamEventsRow,
 } from './event-store.queries.js';
@@ -86,7 +86,7 @@ const TAIL_PAGE_SIZE = 1_000;
 
 const START = encodePosition(LOG_START);
 
-type TailRow = EventRow & HeadRow & { held_back: boolean };
+type TailRow = LogPageRow & { held_back: boolean };
 
 /**
  * EventStore over Postgres (node-postgres or PGlite, same SQL). Appends are one autocommit
@@ -263,13 +263,13 @@ export class PostgresEventStore implements EventStore {
 
   private async readPage(after: Position | null, maxCount: number, prefixes: string[] | null): Promise<LogPage> {
     const from = after === null ? LOG_START : decodePosition(after);
-    const { rows } = await this.client.query<EventRow & HeadRow>(READ_PAGE_SQL, [
+    const { rows } = await this.client.query<LogPageRow>(READ_PAGE_SQL, [
       from.transactionId.toString(),
       from.seq.toString(),
       prefixes,
       maxCount,
     ]);
-    const events = rows.filter((row) => row.event_id !== null).map(toRecordedEvent);
+    const events = toLogEvents(rows[0]?.events ?? null).map(({ event }) => event);
     return { events, head: headPosition(rows[0]) };
   }
 
@@ -303,12 +303,12 @@ export class PostgresEventStore implements EventStore {
 
   /** Adds a tail read's events to the window; null when it was for a window that stopped since. */
   private extendTail(point: RefreshPoint, rows: TailRow[]): LogProbe | null {
-    const eventRows = rows.filter((row) => row.event_id !== null);
-    const events = eventRows.map(toRecordedEvent);
+    const page = toLogEvents(rows[0]?.events ?? null);
+    const events = page.map(({ event }) => event);
     const more = events.length === this.tailPageSize;
     // A full page ends at its last event: the head lies further on, beyond events not read yet.
     if (!this.tail.extend(point, events, more ? null : headPosition(rows[0]))) return null;
-    return { heldBack: rows[0]?.held_back === true, more, appends: new Set(eventRows.map((row) => row.transaction_id)).size };
+    return { heldBack: rows[0]?.held_back === true, more, appends: new Set(page.map(({ xid }) => xid)).size };
   }
 
   private async currentRevision(streamId: string): Promise<string> {
