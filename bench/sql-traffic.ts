@@ -154,6 +154,7 @@ export function countSqlTraffic(inner: SqlClient): { client: SqlClient; traffic:
       return inner.notify(channel, payload);
     },
     ...(inner.onWriteEnded === undefined ? {} : { onWriteEnded: (listener: () => void) => inner.onWriteEnded!(listener) }),
+    ...(inner.startBackgroundNow === undefined ? {} : { startBackgroundNow: () => inner.startBackgroundNow!() }),
     close: () => inner.close(),
   };
 

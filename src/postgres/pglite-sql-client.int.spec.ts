@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -136,6 +136,13 @@ describe.each(CLIENTS)('PGlite SQL client %s', (_name, open) => {
     });
   });
 
+  describe('a background transaction', () => {
+    it('commits as any other does', async () => {
+      await client.transaction(async (tx) => tx.queue('insert into counter (n) values (500)'), { background: true });
+      expect((await client.query('select n from counter where n = 500')).rows).toEqual([{ n: 500 }]);
+    });
+  });
+
   describe('when listening on a channel', () => {
     it('delivers notifications until unlistened', async () => {
       const payloads: string[] = [];
@@ -147,6 +154,76 @@ describe.each(CLIENTS)('PGlite SQL client %s', (_name, open) => {
       await sleep(10);
       expect(payloads).toEqual(['one']);
     });
+  });
+});
+
+describe('background transactions of the PGlite thread client', () => {
+  let client: PgliteThreadSqlClient | undefined;
+  afterEach(async () => {
+    await client?.close();
+    client = undefined;
+  });
+
+  /**
+   * Holds a transaction open (the database is busy with it), then asks for a background
+   * transaction and, once `between` has run, for a plain insert; releases the held one and
+   * returns the order in which the three landed.
+   */
+  async function arrivalOrder(open: PgliteThreadSqlClient, between: () => Promise<void> | void): Promise<string[]> {
+    await open.query('create table if not exists arrivals (id serial primary key, what text not null)');
+    await open.query('truncate arrivals');
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = open.transaction(async (tx) => {
+      await tx.query(`insert into arrivals (what) values ('held')`);
+      entered();
+      await held;
+    });
+    await inside;
+    const background = open.transaction(async (tx) => tx.queue(`insert into arrivals (what) values ('background')`), { background: true });
+    await between();
+    const later = open.query(`insert into arrivals (what) values ('later')`);
+    release();
+    await Promise.all([first, background, later]);
+    return (await open.query<{ what: string }>('select what from arrivals order by id')).rows.map((row) => row.what);
+  }
+
+  it('lets work asked for later go first while the database is busy', async () => {
+    client = await PgliteThreadSqlClient.open(undefined, { backgroundMaxWaitMs: 60_000 });
+    expect(await arrivalOrder(client, () => undefined)).toEqual(['held', 'later', 'background']);
+  });
+
+  it('begins a background transaction anyway once it has waited its longest', async () => {
+    client = await PgliteThreadSqlClient.open(undefined, { backgroundMaxWaitMs: 10 });
+    // Far longer than the 10 ms it may wait: it has begun (queued behind the held one) by then.
+    expect(await arrivalOrder(client, () => sleep(500))).toEqual(['held', 'background', 'later']);
+  });
+
+  it('begins the held background transactions at once when a reader asks', async () => {
+    client = await PgliteThreadSqlClient.open(undefined, { backgroundMaxWaitMs: 60_000 });
+    const open = client;
+    expect(await arrivalOrder(open, () => open.startBackgroundNow())).toEqual(['held', 'background', 'later']);
+  });
+
+  it('rolls a held background transaction back like any other when its function throws', async () => {
+    client = await PgliteThreadSqlClient.open(undefined, { backgroundMaxWaitMs: 60_000 });
+    await client.query('create table kept (v text)');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = client.transaction(async () => held);
+    const refused = client.transaction(
+      async (tx) => {
+        tx.queue(`insert into kept values ('never')`);
+        throw new Error('refused');
+      },
+      { background: true },
+    );
+    release();
+    await first;
+    await expect(refused).rejects.toThrow('refused');
+    expect((await client.query('select v from kept')).rows).toEqual([]);
   });
 });
 

@@ -55,6 +55,36 @@ const ROLLBACK = Symbol('rollback');
 const open = new Map();
 let db;
 
+// Work in PGlite's hands: calls started and not yet settled. A background transaction (work
+// that can wait, such as a read model's batch) begins only when nothing else is in PGlite's
+// hands, or once it has waited BACKGROUND_MAX_WAIT_MS, so it never starves; one at a time.
+const BACKGROUND_MAX_WAIT_MS = workerData.backgroundMaxWaitMs;
+const background = [];
+let busy = 0;
+let releasing = false;
+function started(promise) {
+  busy++;
+  const settled = () => {
+    busy--;
+    releaseSoon();
+  };
+  promise.then(settled, settled);
+  return promise;
+}
+// After the messages that have already arrived: they come before a background transaction.
+function releaseSoon() {
+  if (releasing || background.length === 0) return;
+  releasing = true;
+  setImmediate(() => {
+    releasing = false;
+    if (background.length === 0) return;
+    if (busy === 0 || performance.now() - background[0].since >= BACKGROUND_MAX_WAIT_MS) {
+      background.shift().start();
+      releaseSoon();
+    }
+  });
+}
+
 async function main() {
   const { PGlite } = await import(workerData.pglite);
   let image;
@@ -74,15 +104,18 @@ async function main() {
   parentPort.on('message', (message) => {
     switch (message.op) {
       case 'query':
-        return void answer(message.id, db.query(message.sql, message.params));
+        return void answer(message.id, started(db.query(message.sql, message.params)));
       case 'begin':
         return begin(message);
       case 'tx':
         return statement(message);
       case 'end':
         return end(message);
+      case 'hurry':
+        for (const held of background.splice(0)) held.start();
+        return;
       case 'close':
-        return void answer(message.id, db.close().then(() => ({ rows: [] })));
+        return void answer(message.id, started(db.close().then(() => ({ rows: [] }))));
     }
   });
   parentPort.postMessage({ ready: true, image });
@@ -93,7 +126,16 @@ async function main() {
 // writes it only queued, so no crossing of the thread leaves PGlite idle inside a transaction.
 // 'end' commits only when every statement of the transaction succeeded; else it rolls back and
 // answers with the first failure, as a queued write's failure fails the transaction.
-function begin({ id, tx, asynchronousCommit }) {
+function begin(message) {
+  if (message.background !== true || busy === 0) return open_(message);
+  // Its statements and end chain on the entry, which exists from now on.
+  const entry = pending(message.tx);
+  background.push({ since: performance.now(), start: () => open_(message, entry) });
+  // A background transaction waits at most so long, even when nothing settles meanwhile.
+  setTimeout(releaseSoon, BACKGROUND_MAX_WAIT_MS).unref();
+}
+
+function pending(tx) {
   const entry = { statements: [], failure: undefined, finish: undefined, end: undefined };
   entry.handle = new Promise((resolve, reject) => {
     entry.opened = resolve;
@@ -101,14 +143,18 @@ function begin({ id, tx, asynchronousCommit }) {
   });
   entry.handle.catch(() => undefined);
   open.set(tx, entry);
-  db.transaction(async (handle) => {
+  return entry;
+}
+
+function open_({ id, tx, asynchronousCommit }, entry = pending(tx)) {
+  started(db.transaction(async (handle) => {
     if (asynchronousCommit) await handle.query('set local synchronous_commit = off');
     entry.opened(handle);
     parentPort.postMessage({ id, rows: [] });
     await new Promise((resolve, reject) => {
       entry.finish = (commit) => (commit ? resolve() : reject(ROLLBACK));
     });
-  }).then(
+  })).then(
     () => parentPort.postMessage({ id: entry.end.id, rows: [] }),
     (error) => {
       if (entry.finish === undefined) {
@@ -173,6 +219,11 @@ function rebuild(error: ThreadError): Error {
 export interface PgliteThreadOptions {
   /** How long the thread may take to open the database before `open` fails. Default 120 s. */
   openTimeoutMs?: number;
+  /**
+   * The longest a background transaction (`TransactionOptions.background`) waits for the
+   * database to have nothing else to do before it begins anyway. Default 1,000 ms.
+   */
+  backgroundMaxWaitMs?: number;
 }
 
 /**
@@ -217,6 +268,7 @@ export class PgliteThreadSqlClient implements SqlClient {
         pglite: import.meta.resolve('@electric-sql/pglite'),
         dataDir: dataDir ?? null,
         image: image === undefined ? null : new Uint8Array(await image.arrayBuffer()),
+        backgroundMaxWaitMs: options.backgroundMaxWaitMs ?? 1_000,
       },
     });
     const opened = await new Promise<{ image?: Uint8Array }>((resolve, reject) => {
@@ -255,7 +307,12 @@ export class PgliteThreadSqlClient implements SqlClient {
     const tx = this.nextTransaction++;
     // BEGIN, the statements and the end go out without waiting for one another: the thread
     // carries them out in the order sent.
-    const begun = this.call({ op: 'begin', tx, asynchronousCommit: options.asynchronousCommit === true });
+    const begun = this.call({
+      op: 'begin',
+      tx,
+      asynchronousCommit: options.asynchronousCommit === true,
+      background: options.background === true,
+    });
     begun.catch(() => undefined);
     const run = (sql: Statement, params?: unknown[]) => this.call({ op: 'tx', tx, sql: statementText(sql), params });
     const queued: Promise<void>[] = [];
@@ -285,6 +342,10 @@ export class PgliteThreadSqlClient implements SqlClient {
     // Commits when every statement succeeded; else rolls back and rejects with the first failure.
     await this.call({ op: 'end', tx, commit: true });
     return result;
+  }
+
+  startBackgroundNow(): void {
+    if (this.stopped === undefined) this.worker.postMessage({ op: 'hurry' });
   }
 
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {

@@ -71,6 +71,13 @@ export interface TransactionOptions {
    * but never leaves them half applied. Set in the same round trip as BEGIN.
    */
   asynchronousCommit?: boolean;
+  /**
+   * Work that can wait, such as a read model's batch nobody is waiting for: a database that runs
+   * one statement at a time in this process may hold its BEGIN back until nothing else waits
+   * for the database (bounded, so it never starves), and the batch then carries more. Clients
+   * of a server ignore it.
+   */
+  background?: boolean;
 }
 
 export interface SqlClient extends SqlQueryable {
@@ -117,6 +124,12 @@ export interface SqlClient extends SqlQueryable {
    * client whose writes never overlap (PGlite) has nothing to tell.
    */
   onWriteEnded?(listener: () => void): () => void;
+  /**
+   * Begins every background transaction held back so far (see TransactionOptions.background)
+   * without waiting for the database to be free: a reader waits for one of them. Optional: only
+   * a client that holds them back has any.
+   */
+  startBackgroundNow?(): void;
   close(): Promise<void>;
 }
 

@@ -137,6 +137,7 @@ const FENCE_SQL = reusable('select flostra_lease_fence_v1($1, $2, $3, $4)');
 class FencedSqlClient implements SqlClient {
   readonly inProcess?: boolean;
   readonly onWriteEnded?: SqlClient['onWriteEnded'];
+  readonly startBackgroundNow?: SqlClient['startBackgroundNow'];
 
   constructor(
     private readonly sql: SqlClient,
@@ -146,6 +147,7 @@ class FencedSqlClient implements SqlClient {
   ) {
     this.inProcess = sql.inProcess;
     if (sql.onWriteEnded) this.onWriteEnded = (listener) => sql.onWriteEnded!(listener);
+    if (sql.startBackgroundNow) this.startBackgroundNow = () => sql.startBackgroundNow!();
   }
 
   /** Reads go straight through; a write goes in a fenced transaction of its own. */

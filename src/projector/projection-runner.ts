@@ -89,6 +89,8 @@ export class ProjectionRunner {
   private indexed = true;
   /** What the definition keeps between this runner's batches (see BatchMemo). */
   private readonly memo = new BatchMemo<unknown>();
+  /** A reader asked for this read model since the last batch began. */
+  private hurried = false;
 
   constructor(private readonly options: RunnerOptions) {
     this.role = options.role;
@@ -122,6 +124,9 @@ export class ProjectionRunner {
         this.options.signals.onHurry(definition.name, () => {
           if (this.role !== 'live') return false;
           cut();
+          // The batch that the reader waits for goes ahead of other work, and so does one held back.
+          this.hurried = true;
+          sql.startBackgroundNow?.();
           return true;
         }),
     });
@@ -161,7 +166,11 @@ export class ProjectionRunner {
     const indexNow =
       this.role === 'building' && !this.indexed && (page.length < batchSize || next === (await this.options.store.headPosition()));
     // Writes and checkpoint stay atomic; only durability of the last moments is traded, and a
-    // batch lost to a server crash is simply applied again from the log.
+    // batch lost to a server crash is simply applied again from the log. Nobody waits for a live
+    // batch unless a reader asked or a live stream follows the read model: it can wait for an
+    // embedded database to be free (see TransactionOptions.background), and carry more then.
+    const background = this.role === 'live' && !this.hurried && !this.options.signals.watched(definition.name);
+    this.hurried = false;
     try {
       await this.batchTransactions().transaction(
         async (tx) => {
@@ -174,7 +183,7 @@ export class ProjectionRunner {
           if (this.role === 'building' && (this.indexed || indexNow)) info.switched = await switchIfCaughtUp(tx, definition, version, next);
           await hooks?.beforeCommit?.(info);
         },
-        { asynchronousCommit: true },
+        { asynchronousCommit: true, background },
       );
     } catch (error) {
       // What the batch remembered was rolled back with it.
@@ -208,7 +217,7 @@ export class ProjectionRunner {
   private batchTransactions(): { transaction(work: (tx: SqlTransaction) => Promise<void>, options: TransactionOptions): Promise<void> } {
     const { sql, shared } = this.options;
     if (this.role !== 'live' || shared === undefined) return sql;
-    return { transaction: (work) => shared.run(work, () => this.memo.clear()) };
+    return { transaction: (work, options) => shared.run(work, () => this.memo.clear(), options.background === true) };
   }
 }
 

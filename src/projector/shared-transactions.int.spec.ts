@@ -49,6 +49,20 @@ describe('shared transactions of read-model batches', () => {
     expect(String(first)).not.toBe(String(third));
   });
 
+  it('asks for a background transaction only when no batch in it has a reader waiting', async () => {
+    const asked: (boolean | undefined)[] = [];
+    const recording = Object.create(sql) as PgliteSqlClient;
+    recording.transaction = (work, options) => {
+      asked.push(options?.background);
+      return sql.transaction(work, options);
+    };
+    const shared = new SharedTransactions(recording);
+    await Promise.all([shared.run(batch('d1'), () => undefined, true), shared.run(batch('d2'), () => undefined, true)]);
+    await Promise.all([shared.run(batch('d3'), () => undefined, true), shared.run(batch('d4'), () => undefined, false)]);
+    await shared.run(batch('d5'), () => undefined, true);
+    expect(asked).toEqual([true, false, true]);
+  });
+
   it('lets a batch of a later turn go in its own transaction', async () => {
     const shared = new SharedTransactions(sql);
     await shared.run(batch('c1'), () => undefined);

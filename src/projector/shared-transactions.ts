@@ -2,6 +2,8 @@ import type { SqlClient, SqlTransaction } from '../postgres/sql-client.port.js';
 
 interface Member {
   work: (tx: SqlTransaction) => Promise<void>;
+  /** Nobody waits for this batch (see TransactionOptions.background). */
+  background: boolean;
   /** The shared transaction rolled back: forget what `work` remembered, it runs again alone. */
   rolledBack: () => void;
   resolve(): void;
@@ -27,10 +29,13 @@ export class SharedTransactions {
 
   constructor(private readonly sql: SqlClient) {}
 
-  /** Runs `work` in a transaction, shared with the other batches started in this turn. */
-  run(work: (tx: SqlTransaction) => Promise<void>, rolledBack: () => void): Promise<void> {
+  /**
+   * Runs `work` in a transaction, shared with the other batches started in this turn; a
+   * background one (see TransactionOptions.background) when every batch in it is.
+   */
+  run(work: (tx: SqlTransaction) => Promise<void>, rolledBack: () => void, background = false): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ work, rolledBack, resolve, reject });
+      this.queue.push({ work, background, rolledBack, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       // After this turn's timers and I/O callbacks: batches whose gather windows ended together.
@@ -53,7 +58,7 @@ export class SharedTransactions {
           const failed = outcomes.find((outcome) => outcome.status === 'rejected');
           if (failed !== undefined) throw failed.reason;
         },
-        { asynchronousCommit: true },
+        { asynchronousCommit: true, background: members.every((member) => member.background) },
       );
     } catch {
       for (const member of members) member.rolledBack();
@@ -65,7 +70,7 @@ export class SharedTransactions {
 
   private async alone(member: Member): Promise<void> {
     try {
-      await this.sql.transaction(member.work, { asynchronousCommit: true });
+      await this.sql.transaction(member.work, { asynchronousCommit: true, background: member.background });
       member.resolve();
     } catch (error) {
       member.reject(error);

@@ -112,7 +112,8 @@ export class Watchdog {
     if (last === undefined) return;
     const changes = plan.upserts.length + plan.removals.length + plan.taskUpserts.length + plan.taskRemovals.length;
     if (!this.throttle.shouldSave(changes > 0, last.position)) return;
-    // Deadlines and checkpoint are derived from the log: a crash may lose both, never one.
+    // Deadlines and checkpoint are derived from the log: a crash may lose both, never one. They
+    // lie a lease or more ahead, so recording them can wait for an embedded database to be free.
     await this.deps.sql.transaction(
       // Queued writes only: with BEGIN and COMMIT, one round trip.
       async (tx) => {
@@ -120,7 +121,7 @@ export class Watchdog {
         this.deps.deadlines.applyTasks(plan, tx);
         await this.deps.checkpoints.save(this.options.name, last.position, tx);
       },
-      { asynchronousCommit: true },
+      { asynchronousCommit: true, background: true },
     );
   }
 
