@@ -127,10 +127,10 @@ async function main() {
 // 'end' commits only when every statement of the transaction succeeded; else it rolls back and
 // answers with the first failure, as a queued write's failure fails the transaction.
 function begin(message) {
-  if (message.background !== true || busy === 0) return open_(message);
+  if (message.background !== true || busy === 0) return openTransaction(message);
   // Its statements and end chain on the entry, which exists from now on.
   const entry = pending(message.tx);
-  background.push({ since: performance.now(), start: () => open_(message, entry) });
+  background.push({ since: performance.now(), start: () => openTransaction(message, entry) });
   // A background transaction waits at most so long, even when nothing settles meanwhile.
   setTimeout(releaseSoon, BACKGROUND_MAX_WAIT_MS).unref();
 }
@@ -146,7 +146,7 @@ function pending(tx) {
   return entry;
 }
 
-function open_({ id, tx, asynchronousCommit }, entry = pending(tx)) {
+function openTransaction({ id, tx, asynchronousCommit }, entry = pending(tx)) {
   started(db.transaction(async (handle) => {
     if (asynchronousCommit) await handle.query('set local synchronous_commit = off');
     entry.opened(handle);
