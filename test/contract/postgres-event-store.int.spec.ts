@@ -3,7 +3,7 @@ import pg from 'pg';
 import { WrongExpectedRevisionError } from '../../src/core/errors.js';
 import type { ReadStreamOptions } from '../../src/core/event-store.port.js';
 import { PostgresEventStore } from '../../src/event-store/postgres/postgres-event-store.js';
-import { comparePositions, encodePosition } from '../../src/event-store/postgres/position.codec.js';
+import { comparePositions, decodePosition, encodePosition } from '../../src/event-store/postgres/position.codec.js';
 import { PgSqlClient } from '../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../src/postgres/pglite-sql-client.js';
 import { PgliteThreadSqlClient } from '../../src/postgres/pglite-thread-sql-client.js';
@@ -195,6 +195,48 @@ describe.each([
     expect(await store.readStream(`${prefix}taken`)).toHaveLength(1);
   });
 
+  it('answer each append of a batch on streams of its own as when alone, whatever revision it expected', async () => {
+    const prefix = uniquePrefix();
+    await store.appendToStream(`${prefix}old`, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+    await store.appendToStream(`${prefix}stale`, [newEvent()], { expectedRevision: 'no_stream' });
+    await store.appendToStream(`${prefix}taken`, [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+    const attempts = await Promise.allSettled([
+      store.appendToStream(`${prefix}first-alone`, [newEvent()], { expectedRevision: 'no_stream' }),
+      store.appendToStream(`${prefix}old`, [newEvent('Third'), newEvent('Fourth')], { expectedRevision: 1 }),
+      store.appendToStream(`${prefix}stale`, [newEvent()], { expectedRevision: 4 }),
+      store.appendToStream(`${prefix}missing`, [newEvent()], { expectedRevision: 0 }),
+      store.appendToStream(`${prefix}new`, [newEvent('Born'), newEvent('Grown')], { expectedRevision: 'no_stream' }),
+      store.appendToStream(`${prefix}taken`, [newEvent()], { expectedRevision: 'no_stream' }),
+    ]);
+    expect(attempts.map((a) => a.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled', 'rejected']);
+    const actual = (attempt: PromiseSettledResult<unknown>) => (attempt as PromiseRejectedResult).reason as WrongExpectedRevisionError;
+    expect([actual(attempts[2]), actual(attempts[3]), actual(attempts[5])].map((e) => e.actual)).toEqual(['0', 'no_stream', '2']);
+    const [old, born] = [attempts[1], attempts[4]].map(
+      (a) => (a as PromiseFulfilledResult<{ nextRevision: number; position: string }>).value,
+    );
+    expect([old.nextRevision, born.nextRevision]).toEqual([3, 1]);
+    // The five after the first went as one batch: the two that won share its transaction.
+    expect(decodePosition(old.position).transactionId).toBe(decodePosition(born.position).transactionId);
+    const oldRead = await store.readStream(`${prefix}old`);
+    expect(oldRead.map((e) => [e.revision, e.type])).toEqual([
+      [0, 'SomethingHappened'],
+      [1, 'SomethingHappened'],
+      [2, 'Third'],
+      [3, 'Fourth'],
+    ]);
+    expect(oldRead[3].position).toBe(old.position);
+    const bornRead = await store.readStream(`${prefix}new`);
+    expect(bornRead.map((e) => [e.revision, e.type])).toEqual([
+      [0, 'Born'],
+      [1, 'Grown'],
+    ]);
+    expect(bornRead[1].position).toBe(born.position);
+    expect(comparePositions(bornRead[0].position, bornRead[1].position)).toBeLessThan(0);
+    expect(await store.readStream(`${prefix}stale`)).toHaveLength(1);
+    expect(await store.readStream(`${prefix}missing`)).toHaveLength(0);
+    expect(await store.readStream(`${prefix}taken`)).toHaveLength(3);
+  });
+
   it('fail a fact recorded before (a duplicate event id) alone, and append the rest', async () => {
     const prefix = uniquePrefix();
     const fact = newEvent('Recorded');
@@ -292,6 +334,33 @@ describe('Postgres event stores of two processes appending to the same streams i
         ]);
       }
       for (const stream of streams) expect(await stores[0].readStream(stream)).toHaveLength(60);
+    } finally {
+      for (const store of stores) await store.close();
+      for (const client of clients) await client.close();
+    }
+  });
+
+  it('never deadlock when their batches expect exact revisions and create streams: one of each pair wins', async () => {
+    const url = await createTestDatabase('event_store_lock_order_exact');
+    const clients = [new PgSqlClient({ connectionString: url }), new PgSqlClient({ connectionString: url })];
+    const stores = await Promise.all(clients.map((client) => PostgresEventStore.open(client, NO_POLLING)));
+    try {
+      const streams = Array.from({ length: 12 }, (_, i) => `exact-order-${i}`);
+      for (const stream of streams) await stores[0].appendToStream(stream, [newEvent()], { expectedRevision: 'no_stream' });
+      for (let round = 0; round < 30; round += 1) {
+        const born = Array.from({ length: 12 }, (_, i) => `exact-order-born-${round}-${i}`);
+        const appendsOf = (store: PostgresEventStore, order: (names: string[]) => string[]) => [
+          ...order(streams).map((stream) => store.appendToStream(stream, [newEvent()], { expectedRevision: round })),
+          ...order(born).map((stream) => store.appendToStream(stream, [newEvent()], { expectedRevision: 'no_stream' })),
+        ];
+        const results = await Promise.allSettled([
+          ...appendsOf(stores[0], (names) => names),
+          ...appendsOf(stores[1], (names) => [...names].reverse()),
+        ]);
+        for (const result of results) if (result.status === 'rejected') expect(result.reason).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(24);
+      }
+      for (const stream of streams) expect(await stores[0].readStream(stream)).toHaveLength(31);
     } finally {
       for (const store of stores) await store.close();
       for (const client of clients) await client.close();

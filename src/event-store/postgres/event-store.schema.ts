@@ -162,6 +162,102 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: string[] }> = [
       $fn$`,
     ],
   },
+  {
+    version: 4,
+    statements: [
+      // append_many, set-based: the appends of a batch in one statement instead of three
+      // statements per append, when each append is on its own stream and expects an exact
+      // revision or a new stream (the hot path: firings, claims, results, starts). In PGlite
+      // this took a third off the time to append 10,000 three-event firings in batches of 128.
+      // Any other batch (an 'any' or 'stream_exists' append, two appends to one stream) takes
+      // the version-2 loop, stream by stream.
+      //
+      // Locks stay ordered, so two batches never wait for each other in a cycle: first the rows
+      // of the existing streams, in stream order (`locked`, consumed whole before any new stream
+      // is inserted: `created` reads its count); then the new streams, in stream order. A
+      // conflict's actual revision is read after the statement, with a snapshot of its own, so
+      // it counts a concurrent writer that won.
+      `create or replace function event_store.append_many(p_appends jsonb)
+      returns table (ord integer, conflict boolean, actual_revision bigint, next_revision bigint, position_xid text, position_seq bigint)
+      language plpgsql as $fn$
+      declare
+        v_append record;
+        v_ord integer[];
+        v_current bigint[];
+        v_count bigint[];
+        v_seq bigint[];
+        v_stream text[];
+        v_xid text;
+      begin
+        if exists (select 1 from jsonb_array_elements(p_appends) a(value) where a.value->>'kind' not in ('exact', 'no_stream'))
+           or exists (select 1 from jsonb_array_elements(p_appends) a(value) group by a.value->>'stream' having count(*) > 1) then
+          for v_append in
+            select a.ordinality::integer as n, a.value as item
+            from jsonb_array_elements(p_appends) with ordinality as a(value, ordinality)
+            order by a.value->>'stream', a.ordinality
+          loop
+            return query select v_append.n, r.conflict, r.actual_revision, r.next_revision, r.position_xid, r.position_seq
+              from event_store.append(v_append.item->>'stream', v_append.item->>'kind', (v_append.item->>'revision')::bigint, v_append.item->'events') r;
+          end loop;
+          return;
+        end if;
+
+        with a as (
+          select x.n::integer as n, x.value->>'stream' as stream, x.value->>'kind' as kind,
+                 (x.value->>'revision')::bigint as revision, x.value->'events' as events,
+                 jsonb_array_length(x.value->'events')::bigint as cnt
+          from jsonb_array_elements(p_appends) with ordinality as x(value, n)
+        ), locked as (
+          select s.stream_id from event_store.streams s
+            join a on a.stream = s.stream_id and a.kind = 'exact' and a.revision = s.revision
+          order by s.stream_id
+          for update of s
+        ), moved as (
+          update event_store.streams s set revision = s.revision + a.cnt
+          from a, locked l
+          where l.stream_id = s.stream_id and a.stream = s.stream_id
+          returning a.n, a.revision as current
+        ), created as (
+          insert into event_store.streams (stream_id, revision)
+          select a.stream, a.cnt - 1 from a
+          where a.kind = 'no_stream' and (select count(*) from locked) >= 0
+          order by a.stream
+          on conflict (stream_id) do nothing
+          returning stream_id
+        ), won as (
+          select m.n, m.current from moved m
+          union all
+          select a.n, -1::bigint from created c join a on a.stream = c.stream_id
+        ), inserted as (
+          insert into event_store.events (stream_id, stream_revision, event_id, type, data, metadata)
+          select a.stream, w.current + e.ord, (e.value->>'id')::uuid, e.value->>'type',
+                 coalesce(e.value->'data', 'null'::jsonb), coalesce(e.value->'metadata', '{}'::jsonb)
+          from won w join a on a.n = w.n
+          cross join lateral jsonb_array_elements(a.events) with ordinality as e(value, ord)
+          order by a.stream, e.ord
+          returning event_store.events.stream_id, event_store.events.seq
+        ), last as (
+          select i.stream_id, max(i.seq) as seq from inserted i group by i.stream_id
+        )
+        select array_agg(a.n order by a.n), array_agg(w.current order by a.n), array_agg(a.cnt order by a.n),
+               array_agg(l.seq order by a.n), array_agg(a.stream order by a.n)
+          into v_ord, v_current, v_count, v_seq, v_stream
+        from a left join won w on w.n = a.n left join last l on l.stream_id = a.stream;
+
+        if exists (select 1 from unnest(v_current) c where c is not null) then
+          v_xid := pg_current_xact_id()::text;
+        end if;
+        return query
+        select r.n, r.current is null,
+               case when r.current is null
+                 then coalesce((select s.revision from event_store.streams s where s.stream_id = r.stream), -1)
+                 else r.current end,
+               r.current + r.cnt, case when r.current is null then null::text else v_xid end, r.seq
+        from unnest(v_ord, v_current, v_count, v_seq, v_stream) as r(n, current, cnt, seq, stream);
+      end
+      $fn$`,
+    ],
+  },
 ];
 
 export const EVENT_STORE_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
