@@ -320,11 +320,21 @@ describe.each([
 });
 
 describe('Postgres event stores of two processes appending to the same streams in opposite orders', () => {
-  it('never deadlock: every append commits', async () => {
-    const url = await createTestDatabase('event_store_lock_order');
+  /** Two stores, each on a connection pool of its own, over one new database: two processes. */
+  async function withTwoProcesses(database: string, run: (stores: PostgresEventStore[]) => Promise<void>): Promise<void> {
+    const url = await createTestDatabase(database);
     const clients = [new PgSqlClient({ connectionString: url }), new PgSqlClient({ connectionString: url })];
     const stores = await Promise.all(clients.map((client) => PostgresEventStore.open(client, NO_POLLING)));
     try {
+      await run(stores);
+    } finally {
+      for (const store of stores) await store.close();
+      for (const client of clients) await client.close();
+    }
+  }
+
+  it('never deadlock: every append commits', async () => {
+    await withTwoProcesses('event_store_lock_order', async (stores) => {
       const streams = Array.from({ length: 12 }, (_, i) => `lock-order-${i}`);
       for (let round = 0; round < 30; round += 1) {
         // Same turn, same streams, opposite orders: batches that locked in call order would deadlock.
@@ -334,17 +344,11 @@ describe('Postgres event stores of two processes appending to the same streams i
         ]);
       }
       for (const stream of streams) expect(await stores[0].readStream(stream)).toHaveLength(60);
-    } finally {
-      for (const store of stores) await store.close();
-      for (const client of clients) await client.close();
-    }
+    });
   });
 
   it('never deadlock when their batches expect exact revisions and create streams: one of each pair wins', async () => {
-    const url = await createTestDatabase('event_store_lock_order_exact');
-    const clients = [new PgSqlClient({ connectionString: url }), new PgSqlClient({ connectionString: url })];
-    const stores = await Promise.all(clients.map((client) => PostgresEventStore.open(client, NO_POLLING)));
-    try {
+    await withTwoProcesses('event_store_lock_order_exact', async (stores) => {
       const streams = Array.from({ length: 12 }, (_, i) => `exact-order-${i}`);
       for (const stream of streams) await stores[0].appendToStream(stream, [newEvent()], { expectedRevision: 'no_stream' });
       for (let round = 0; round < 30; round += 1) {
@@ -361,9 +365,6 @@ describe('Postgres event stores of two processes appending to the same streams i
         expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(24);
       }
       for (const stream of streams) expect(await stores[0].readStream(stream)).toHaveLength(31);
-    } finally {
-      for (const store of stores) await store.close();
-      for (const client of clients) await client.close();
-    }
+    });
   });
 });
