@@ -78,11 +78,25 @@ function releaseSoon() {
   setImmediate(() => {
     releasing = false;
     if (background.length === 0) return;
-    if (busy === 0 || performance.now() - background[0].since >= BACKGROUND_MAX_WAIT_MS) {
+    const waited = performance.now() - background[0].since;
+    if (busy === 0 || waited >= BACKGROUND_MAX_WAIT_MS) {
       background.shift().start();
       releaseSoon();
+    } else {
+      wakeAfter(BACKGROUND_MAX_WAIT_MS - waited);
     }
   });
+}
+// One timer for the oldest held transaction's deadline. A timer may fire a little before the
+// deadline by performance.now() (the event loop's clock is coarser), so the check above re-arms it.
+let wake;
+function wakeAfter(ms) {
+  if (wake !== undefined) return;
+  wake = setTimeout(() => {
+    wake = undefined;
+    releaseSoon();
+  }, Math.max(1, Math.ceil(ms)));
+  wake.unref();
 }
 
 async function main() {
@@ -132,7 +146,7 @@ function begin(message) {
   const entry = pending(message.tx);
   background.push({ since: performance.now(), start: () => openTransaction(message, entry) });
   // A background transaction waits at most so long, even when nothing settles meanwhile.
-  setTimeout(releaseSoon, BACKGROUND_MAX_WAIT_MS).unref();
+  wakeAfter(BACKGROUND_MAX_WAIT_MS);
 }
 
 function pending(tx) {
