@@ -1,7 +1,7 @@
 import type { Position } from '../src/core/event-store.port.js';
 import { traceIdOf } from '../src/core/traceparent.js';
 import { reusable, type SqlTransaction } from '../src/postgres/sql-client.port.js';
-import { evolve, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
+import { evolve, inFoldOrder, initialState, type StartedExecution } from '../src/executions/domain/execution.state.js';
 import type { ProjectionDefinition, VersionTables } from '../src/projector/projection-definition.js';
 import { executionEvents, recallEarlierExecutions, sameHandlerForEveryType, type ProjectedEvent } from './execution-events.js';
 
@@ -93,7 +93,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
       );
       for (const row of rows) {
         documents.set(row.execution_id, {
-          state: row.state,
+          // Folded next: in the key order evolve builds, not jsonb's (see inFoldOrder).
+          state: inFoldOrder(row.state),
           position: row.position,
           revision: row.revision,
           createdPosition: row.created_position,

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { fold } from '../../core/decider.js';
 import { executionDecider } from './execution.decider.js';
 import type { ExecutionEvent } from './execution.events.js';
+import { evolve, inFoldOrder, type StartedExecution } from './execution.state.js';
 import {
   ATTEMPT_1,
   ATTEMPT_2,
@@ -184,5 +185,30 @@ describe('evolve', () => {
       endedAt: iso(31_000),
       attempts: [{ attemptId: ATTEMPT_1, status: 'timed_out', endedAt: iso(31_000), leaseExpiresAt: iso(31_000) }],
     });
+  });
+});
+
+describe('inFoldOrder', () => {
+  /** What a jsonb column gives back: the same object with its keys sorted by length, then bytes. */
+  const inJsonbOrder = <T extends object>(value: T): T =>
+    Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.length - b.length || (a < b ? -1 : 1))) as T;
+
+  it('gives a state read back from jsonb the key order evolve builds, with the same fields', () => {
+    // Given a running execution's state, as evolve built it and as a read model gives it back
+    const built = fold(executionDecider, aRunningExecution({ workflow })) as StartedExecution;
+    const readBack = inJsonbOrder(built);
+    expect(Object.keys(readBack)).not.toEqual(Object.keys(built));
+    // When it is put in fold order
+    const ordered = inFoldOrder(readBack);
+    // Then it has evolve's key order and the same content, and folds on as the original does
+    expect(Object.keys(ordered)).toEqual(Object.keys(built));
+    expect(ordered).toEqual(built);
+    const next = executionSucceeded({ at: 9_000, output: { rows: 1 } });
+    expect(evolve(ordered, next)).toEqual(evolve(built, next));
+  });
+
+  it('keeps the key order of a fresh start, so no field of the state is left out', () => {
+    const started = fold(executionDecider, [executionStarted({ workflow })]) as StartedExecution;
+    expect(Object.keys(inFoldOrder(inJsonbOrder(started)))).toEqual(Object.keys(started));
   });
 });
