@@ -42,7 +42,8 @@ export interface BenchStack {
 }
 
 export type BenchStackOptions =
-  | { mode: 'embedded' }
+  /** PGlite in memory, or persisted in `dataDir` as `npm start` keeps it under `./.flostra/`. */
+  | { mode: 'embedded'; dataDir?: string }
   /** Starts its own PostgreSQL server and Kafka broker, and creates `database` in it. */
   | { mode: 'full'; database: string; clientId: string }
   /** Uses a PostgreSQL database and Kafka brokers someone else started. */
@@ -53,7 +54,7 @@ const stderrLogger = (): Logger => createLogger({ level: 'warn', write: (line) =
 
 export async function openBenchStack(options: BenchStackOptions): Promise<BenchStack> {
   if (options.mode === 'embedded') {
-    const { client: sql, traffic: sqlTraffic } = countSqlTraffic(await openPglite(undefined, loadConfig(process.env)));
+    const { client: sql, traffic: sqlTraffic } = countSqlTraffic(await openPglite(options.dataDir, loadConfig(process.env)));
     const store = await PostgresEventStore.open(sql);
     const bus = new InProcessBus();
     return { store, sql, sqlTraffic, bus, brokers: [], close: closeAll(bus, store, sql) };

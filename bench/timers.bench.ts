@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { TokenEntry } from '../src/auth/tokens-file.schema.js';
 import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
@@ -17,8 +18,8 @@ import { EXECUTION_ENDS, openBenchStack, startBenchApp } from './bench-stack.js'
 import { type CpuProfile, summarizeCpuProfile } from './peers-profile.js';
 
 /**
- * 10,000 durable timers due in the same second on the embedded default (PGlite and the
- * in-process bus, every role and a worker in this process). TIMERS executions are seeded
+ * 10,000 durable timers due in the same second on the embedded default (PGlite persisted in a
+ * data directory, the in-process bus, every role and a worker in this process). TIMERS executions are seeded
  * suspended on a `delay` whose `until` is the same instant, through the decider (one append per
  * execution: start, claim, the worker's wait, the suspension), as the api and ingestor would
  * write them, before the app starts. Once the timer role's table holds them all and the app has
@@ -99,7 +100,9 @@ async function settled(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const stack = await openBenchStack({ mode: 'embedded' });
+  // Persisted in a data directory, as `npm start` keeps its database (removed at the end).
+  const dataDir = mkdtempSync(join(tmpdir(), 'flostra-bench-timers-'));
+  const stack = await openBenchStack({ mode: 'embedded', dataDir: join(dataDir, 'pgdata') });
   const clock = new MovableClock();
   const dueAt = new Date(Date.now() + 3_600_000);
   dueAt.setMilliseconds(0);
@@ -233,7 +236,8 @@ async function main(): Promise<void> {
   const wentOnWithinMs = Math.max(...endedAt) - dueRealMs;
   const result = {
     bench: 'timers',
-    store: 'pglite (embedded, in process), in-process bus, every role and a worker in this process',
+    store: 'pglite (embedded, in process, persisted in a data directory), in-process bus, every role and a worker in this process',
+    pgliteThread: loadConfig(process.env).pgliteThread,
     timers: TIMERS,
     fired,
     firedOnce: fired === TIMERS && Number(rows[0].timers) === TIMERS,
@@ -259,6 +263,7 @@ async function main(): Promise<void> {
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   await stack.close();
+  rmSync(dataDir, { recursive: true, force: true });
 }
 
 /** How far each checkpointed subscription was behind the log's head (events of the log in between). */

@@ -119,14 +119,19 @@ export class TimerService {
     const due = await this.deps.timers.claimDue(this.deps.clock.now().getTime(), this.options.dueBatchSize, this.options.claimMs);
     // The timers of one execution fire together, in one append: never two firings racing on its stream.
     const groups = [...groupBy(due, (timer) => timer.executionId).values()];
-    // Their states in a few reads, not one read per execution (after a long wait none is cached);
-    // `concurrency` streams per read, so no more histories are held at once than firings read before.
+    // Their states in a few reads, not one read per execution (after a long wait none is cached),
+    // `concurrency` streams per read. The reads go out together: with the database on a thread of
+    // its own, none waits for this thread to come back for it (on the main thread they run in turn).
     const executionIds = groups.map((timers) => timers[0].executionId);
+    const reads: Promise<void>[] = [];
     for (let i = 0; i < executionIds.length; i += this.options.concurrency) {
-      await this.deps.executions
-        .prefetch(executionIds.slice(i, i + this.options.concurrency))
-        .catch((error: unknown) => this.deps.logger.warn('reading due executions failed; each firing reads its own', { err: error }));
+      reads.push(
+        this.deps.executions
+          .prefetch(executionIds.slice(i, i + this.options.concurrency))
+          .catch((error: unknown) => this.deps.logger.warn('reading due executions failed; each firing reads its own', { err: error })),
+      );
     }
+    await Promise.all(reads);
     const settled: DueTimer[] = [];
     let next = 0;
     // Many executions at once: the store commits their appends in groups.
