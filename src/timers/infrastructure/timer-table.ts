@@ -44,6 +44,9 @@ export class TimerTable {
         failures integer not null default 0
       )`,
       `create index if not exists timers_due_due_idx on timers_due (due_ms)`,
+      // Half of each page left free: a claim rewrites a row in its own page (a HOT update, no
+      // new index entries), so claiming a batch of 1,000 due rows costs about half as much.
+      `alter table timers_due set (fillfactor = 50)`,
     ]);
     return new TimerTable(sql);
   }
