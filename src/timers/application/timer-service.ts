@@ -120,8 +120,8 @@ export class TimerService {
     // The timers of one execution fire together, in one append: never two firings racing on its stream.
     const groups = [...groupBy(due, (timer) => timer.executionId).values()];
     // Their states in a few reads, not one read per execution (after a long wait none is cached),
-    // `concurrency` streams per read. The reads go out together: with the database on a thread of
-    // its own, none waits for this thread to come back for it (on the main thread they run in turn).
+    // `concurrency` streams per read. The reads go out together: no other role's statements come
+    // between them, and with the database on a thread of its own none waits for this one to send it.
     const executionIds = groups.map((timers) => timers[0].executionId);
     const reads: Promise<void>[] = [];
     for (let i = 0; i < executionIds.length; i += this.options.concurrency) {

@@ -46,7 +46,12 @@ export class TimerTable {
       `create index if not exists timers_due_due_idx on timers_due (due_ms)`,
       // Half of each page left free: a claim rewrites a row in its own page (a HOT update, no
       // new index entries), so claiming a batch of 1,000 due rows costs about half as much.
-      `alter table timers_due set (fillfactor = 50)`,
+      // Set once, on tables made before it too.
+      `do $$ begin
+        if not exists (select 1 from pg_class where oid = 'timers_due'::regclass and reloptions @> array['fillfactor=50']) then
+          alter table timers_due set (fillfactor = 50);
+        end if;
+      end $$`,
     ]);
     return new TimerTable(sql);
   }
