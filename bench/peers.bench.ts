@@ -28,6 +28,8 @@ import { summarizeCpuProfile, type CpuProfile } from './peers-profile.js';
  *   process) on its own PostgreSQL and Kafka broker; the start over Flostra's HTTP API, the end
  *   seen on the event store's subscription as in bench:e2e.
  * - flostra-embedded: the same on PGlite (in memory) and the in-process bus, one process.
+ * - flostra-embedded-own (only when `--systems` names it): flostra-embedded with PGlite on a
+ *   thread of its own (FLOSTRA_PGLITE_THREAD=own).
  *
  * All systems stay up for the whole run. Before each cell the benchmark waits (at most 90 s)
  * until all their processes together are quiet, so that what one system's last cell left it to
@@ -51,8 +53,10 @@ const NODE_FLAGS = ['--min-semi-space-size=64', '--max-semi-space-size=64'];
 const TOKEN = 'bench-token';
 const CELL_WARMUP_SECONDS = 2;
 const CLOCK_TICKS = 100;
-const ALL_SYSTEMS = ['restate', 'dbos', 'flostra-full', 'flostra-embedded'] as const;
+const ALL_SYSTEMS = ['restate', 'dbos', 'flostra-full', 'flostra-embedded', 'flostra-embedded-own'] as const;
 type SystemName = (typeof ALL_SYSTEMS)[number];
+/** What a run measures unless `--systems` says otherwise. */
+const DEFAULT_SYSTEMS: SystemName[] = ['restate', 'dbos', 'flostra-full', 'flostra-embedded'];
 
 const log = (message: string) => process.stderr.write(`[bench:peers] ${message}\n`);
 
@@ -72,7 +76,7 @@ function parseOptions(argv: string[]): Options {
     stackWarmupSeconds: STACK_WARMUP_SECONDS,
     rounds: 2,
     concurrency: [1, 16, 64],
-    systems: [...ALL_SYSTEMS],
+    systems: [...DEFAULT_SYSTEMS],
     profile: false,
     chart: join(ROOT, 'docs', 'benchmarks-peers.svg'),
   };
@@ -458,8 +462,13 @@ async function startDbos(): Promise<System> {
   };
 }
 
-async function startFlostra(mode: 'full' | 'embedded'): Promise<System> {
-  const env: Record<string, string | undefined> = { PATH: process.env.PATH, PEERS_FLOSTRA_MODE: mode, PEERS_TOKEN: TOKEN };
+async function startFlostra(mode: 'full' | 'embedded', pgliteThread: 'main' | 'own' = 'main'): Promise<System> {
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    PEERS_FLOSTRA_MODE: mode,
+    PEERS_TOKEN: TOKEN,
+    FLOSTRA_PGLITE_THREAD: pgliteThread,
+  };
   const components: Components = {};
   let stopServices = async () => undefined as void;
   if (mode === 'full') {
@@ -496,11 +505,11 @@ async function startFlostra(mode: 'full' | 'embedded'): Promise<System> {
       host.stdin!.write(`${line}\n`);
     });
   return {
-    name: mode === 'full' ? 'flostra-full' : 'flostra-embedded',
+    name: mode === 'full' ? 'flostra-full' : pgliteThread === 'own' ? 'flostra-embedded-own' : 'flostra-embedded',
     description:
       mode === 'full'
         ? 'Flostra full: PostgreSQL event store and read models + Kafka (one KRaft broker), every role and the worker in one Node process; start over the HTTP API, end seen on the event store subscription'
-        : 'Flostra embedded: PGlite (in memory) + in-process bus, every role and the worker in one Node process; start over the HTTP API, end seen on the event store subscription',
+        : `Flostra embedded: PGlite (in memory${pgliteThread === 'own' ? ', on a thread of its own' : ''}) + in-process bus, every role and the worker in one Node process; start over the HTTP API, end seen on the event store subscription`,
     components: { 'flostra-node': [host.pid!], ...components },
     once: async () => {
       const started = performance.now();
@@ -528,6 +537,7 @@ async function startFlostra(mode: 'full' | 'embedded'): Promise<System> {
 function startSystem(name: SystemName): Promise<System> {
   if (name === 'restate') return startRestate();
   if (name === 'dbos') return startDbos();
+  if (name === 'flostra-embedded-own') return startFlostra('embedded', 'own');
   return startFlostra(name === 'flostra-full' ? 'full' : 'embedded');
 }
 
@@ -764,7 +774,7 @@ function computeMedians(rounds: { cells: Record<string, Record<string, Cell>> }[
 /** Flostra over each peer, per concurrency, from the same round; then the median over rounds. */
 function computeRatios(rounds: { round: number; cells: Record<string, Record<string, Cell>> }[], options: Options) {
   const pairs: [string, string][] = [];
-  for (const flostra of ['flostra-full', 'flostra-embedded'])
+  for (const flostra of ['flostra-full', 'flostra-embedded', 'flostra-embedded-own'])
     for (const peer of ['restate', 'dbos'])
       if (options.systems.includes(flostra as SystemName) && options.systems.includes(peer as SystemName)) pairs.push([flostra, peer]);
   const perRound = rounds.map((round) => ({
@@ -870,7 +880,13 @@ function machineLabel(): string {
 // ---------------------------------------------------------------------------------------------
 // Chart: hand-written SVG, throughput and p50 per concurrency, medians over rounds.
 
-const COLORS: Record<string, string> = { restate: '#6b5bd2', dbos: '#2a9d8f', 'flostra-full': '#e76f51', 'flostra-embedded': '#f4a261' };
+const COLORS: Record<string, string> = {
+  restate: '#6b5bd2',
+  dbos: '#2a9d8f',
+  'flostra-full': '#e76f51',
+  'flostra-embedded': '#f4a261',
+  'flostra-embedded-own': '#e9c46a',
+};
 
 function chartSvg(medians: Medians, options: Options, label: string): string {
   const width = 920;
