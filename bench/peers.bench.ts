@@ -930,8 +930,10 @@ function chartSvg(medians: Medians, options: Options, label: string): string {
   };
   drawPanel(40, 'executions per second (higher is better)', (name, c) => medians[name][c].executionsPerSec, 'per s', false);
   drawPanel(480, 'p50 latency, ms (lower is better)', (name, c) => medians[name][c].p50, 'ms', true);
+  // The legend shares the width between the systems shown.
+  const legendStep = Math.floor((width - 80) / systems.length);
   systems.forEach((name, i) => {
-    const x = 40 + i * 210;
+    const x = 40 + i * legendStep;
     parts.push(`<rect x="${x}" y="${height - 30}" width="12" height="12" fill="${COLORS[name]}"/>`);
     parts.push(`<text x="${x + 18}" y="${height - 20}" font-size="12">${esc(name)}</text>`);
   });
