@@ -207,6 +207,18 @@ describe('inFoldOrder', () => {
     expect(evolve(ordered, next)).toEqual(evolve(built, next));
   });
 
+  it('keeps what an end added to the state (its output)', () => {
+    // Given a succeeded execution's state read back from jsonb
+    const ended = evolve(
+      fold(executionDecider, aRunningExecution({ workflow })),
+      executionSucceeded({ at: 9_000, output: { rows: 1 } }),
+    ) as StartedExecution;
+    // When it is put in fold order, then nothing of it is lost
+    const ordered = inFoldOrder(inJsonbOrder(ended));
+    expect(ordered).toEqual(ended);
+    expect(Object.keys(ordered)).toEqual(Object.keys(ended));
+  });
+
   it('keeps the key order of a fresh start, so no field of the state is left out', () => {
     const started = fold(executionDecider, [executionStarted({ workflow })]) as StartedExecution;
     expect(Object.keys(inFoldOrder(inJsonbOrder(started)))).toEqual(Object.keys(started));
