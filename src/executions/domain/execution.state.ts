@@ -242,7 +242,7 @@ export const initialState = (): ExecutionState => ({ status: 'not_started' });
  * several times slower for every caller; a state read back from a read model goes through here.
  */
 export function inFoldOrder(state: StartedExecution): StartedExecution {
-  const ordered: Record<string, unknown> = {
+  const ordered: StartedExecution = {
     status: state.status,
     executionId: state.executionId,
     workspaceId: state.workspaceId,
@@ -275,8 +275,8 @@ export function inFoldOrder(state: StartedExecution): StartedExecution {
     endedAt: state.endedAt,
   };
   // What later events add (an end's `output`, `error`, `endReason`) comes after, as evolve adds it.
-  for (const [key, value] of Object.entries(state)) if (!Object.hasOwn(ordered, key)) ordered[key] = value;
-  return ordered as StartedExecution;
+  const later = Object.entries(state).filter(([key]) => !Object.hasOwn(ordered, key));
+  return later.length === 0 ? ordered : { ...ordered, ...Object.fromEntries(later) };
 }
 
 /** The latest attempt; none only between ExecutionStarted and the AttemptScheduled appended with it. */
