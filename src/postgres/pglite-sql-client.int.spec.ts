@@ -212,7 +212,11 @@ describe('background transactions of the PGlite thread client', () => {
     await client.query('create table kept (v text)');
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const first = client.transaction(async () => held);
+    // A read makes the transaction begin, so the database is busy with it until it is released.
+    const first = client.transaction(async (tx) => {
+      await tx.query('select 1');
+      await held;
+    });
     const refused = client.transaction(
       async (tx) => {
         tx.queue(`insert into kept values ('never')`);
@@ -224,6 +228,44 @@ describe('background transactions of the PGlite thread client', () => {
     await first;
     await expect(refused).rejects.toThrow('refused');
     expect((await client.query('select v from kept')).rows).toEqual([]);
+  });
+});
+
+describe('transactions of the PGlite thread client', () => {
+  let client: PgliteThreadSqlClient | undefined;
+  afterEach(async () => {
+    await client?.close();
+    client = undefined;
+  });
+
+  it('hold the database only from the first read their function awaits: queued writes wait for its end', async () => {
+    client = await PgliteThreadSqlClient.open();
+    await client.query('create table queued (v text)');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const writing = client.transaction(async (tx) => {
+      tx.queue(`insert into queued values ('one')`);
+      await held;
+      tx.queue(`insert into queued values ('two')`);
+    });
+    // The transaction has not begun while its function waits: a query outside it is answered,
+    // and does not see its writes.
+    expect((await client.query('select v from queued')).rows).toEqual([]);
+    release();
+    await writing;
+    expect((await client.query('select v from queued order by v')).rows).toEqual([{ v: 'one' }, { v: 'two' }]);
+  });
+
+  it('roll back every queued write when one of them fails at the end', async () => {
+    client = await PgliteThreadSqlClient.open();
+    await client.query('create table unique_values (v text primary key)');
+    const failing = client.transaction(async (tx) => {
+      tx.queue(`insert into unique_values values ('a')`);
+      tx.queue(`insert into unique_values values ('a')`);
+      tx.queue(`insert into unique_values values ('b')`);
+    });
+    await expect(failing).rejects.toMatchObject({ code: '23505' });
+    expect((await client.query('select v from unique_values')).rows).toEqual([]);
   });
 });
 

@@ -56,16 +56,22 @@ const open = new Map();
 let db;
 
 // Work in PGlite's hands: calls started and not yet settled. A background transaction (work
-// that can wait, such as a read model's batch) begins only when nothing else is in PGlite's
-// hands, or once it has waited BACKGROUND_MAX_WAIT_MS, so it never starves; one at a time.
+// that can wait, such as a read model's batch) begins only once nothing else has been in PGlite's
+// hands for BACKGROUND_QUIET_MS, or once it has waited BACKGROUND_MAX_WAIT_MS, so it never
+// starves; one at a time. The quiet spell keeps it out of the short gaps between the statements
+// of work under way (a burst of appends, each sent as the last one's answer arrives): begun
+// there, it would run in many small batches that cost more in all than one larger batch.
 const BACKGROUND_MAX_WAIT_MS = workerData.backgroundMaxWaitMs;
+const BACKGROUND_QUIET_MS = workerData.backgroundQuietMs;
 const background = [];
 let busy = 0;
+let lastSettled = 0;
 let releasing = false;
 function started(promise) {
   busy++;
   const settled = () => {
     busy--;
+    lastSettled = performance.now();
     releaseSoon();
   };
   promise.then(settled, settled);
@@ -78,22 +84,31 @@ function releaseSoon() {
   setImmediate(() => {
     releasing = false;
     if (background.length === 0) return;
-    const waited = performance.now() - background[0].since;
-    if (busy === 0 || waited >= BACKGROUND_MAX_WAIT_MS) {
+    const now = performance.now();
+    const waited = now - background[0].since;
+    const quietFor = now - lastSettled;
+    if ((busy === 0 && quietFor >= BACKGROUND_QUIET_MS) || waited >= BACKGROUND_MAX_WAIT_MS) {
       background.shift().start();
       releaseSoon();
     } else {
-      wakeAfter(BACKGROUND_MAX_WAIT_MS - waited);
+      wakeAfter(Math.min(BACKGROUND_MAX_WAIT_MS - waited, busy === 0 ? BACKGROUND_QUIET_MS - quietFor : Infinity));
     }
   });
 }
-// One timer for the oldest held transaction's deadline. A timer may fire a little before the
-// deadline by performance.now() (the event loop's clock is coarser), so the check above re-arms it.
+// One timer, for the soonest moment a held transaction may begin. A timer may fire a little
+// early by performance.now() (the event loop's clock is coarser), so the check above re-arms it.
 let wake;
+let wakeAt = Infinity;
 function wakeAfter(ms) {
-  if (wake !== undefined) return;
+  const at = performance.now() + ms;
+  if (wake !== undefined) {
+    if (at >= wakeAt) return;
+    clearTimeout(wake);
+  }
+  wakeAt = at;
   wake = setTimeout(() => {
     wake = undefined;
+    wakeAt = Infinity;
     releaseSoon();
   }, Math.max(1, Math.ceil(ms)));
   wake.unref();
@@ -115,38 +130,48 @@ async function main() {
     }
   }
 
-  parentPort.on('message', (message) => {
-    switch (message.op) {
-      case 'query':
-        return void answer(message.id, started(db.query(message.sql, message.params)));
-      case 'begin':
-        return begin(message);
-      case 'tx':
-        return statement(message);
-      case 'end':
-        return end(message);
-      case 'hurry':
-        for (const held of background.splice(0)) held.start();
-        return;
-      case 'close':
-        return void answer(message.id, started(db.close().then(() => ({ rows: [] }))));
-    }
-  });
+  parentPort.on('message', handle);
   parentPort.postMessage({ ready: true, image });
 }
 
-// A transaction opens with PGlite's own API and stays open until its 'end'. The client sends its
-// statements without waiting for the BEGIN, and its end without waiting for the answers of the
-// writes it only queued, so no crossing of the thread leaves PGlite idle inside a transaction.
+// One message, or a transaction's messages sent together ('batch'), carried out in order.
+function handle(message) {
+  switch (message.op) {
+    case 'query':
+      return void answer(message.id, started(db.query(message.sql, message.params)));
+    case 'batch':
+      for (const each of message.messages) handle(each);
+      return;
+    case 'begin':
+      return begin(message);
+    case 'tx':
+      return statement(message);
+    case 'end':
+      return end(message);
+    case 'hurry':
+      for (const held of background.splice(0)) held.start();
+      return;
+    case 'close':
+      return void answer(message.id, started(db.close().then(() => ({ rows: [] }))));
+  }
+}
+
+// A transaction opens with PGlite's own API and stays open until its 'end'. The client holds a
+// transaction's messages until its function awaits an answer (a query's rows) or ends, and then
+// sends those held so far in one 'batch': BEGIN with the first statements, the queued writes with
+// the end. So PGlite waits inside a transaction only for the reads its function awaits, never for
+// a busy main thread to send the next statement or the end, and nothing waits for the BEGIN.
 // 'end' commits only when every statement of the transaction succeeded; else it rolls back and
 // answers with the first failure, as a queued write's failure fails the transaction.
 function begin(message) {
-  if (message.background !== true || busy === 0) return openTransaction(message);
+  const free = busy === 0 && background.length === 0 && performance.now() - lastSettled >= BACKGROUND_QUIET_MS;
+  if (message.background !== true || free) return openTransaction(message);
   // Its statements and end chain on the entry, which exists from now on.
   const entry = pending(message.tx);
   background.push({ since: performance.now(), start: () => openTransaction(message, entry) });
-  // A background transaction waits at most so long, even when nothing settles meanwhile.
-  wakeAfter(BACKGROUND_MAX_WAIT_MS);
+  // It begins once the database has been quiet long enough, or has waited its longest, even
+  // when nothing settles meanwhile.
+  releaseSoon();
 }
 
 function pending(tx) {
@@ -206,6 +231,9 @@ function end({ id, tx, commit }) {
 main().catch((error) => parentPort.postMessage({ failed: describe(error) }));
 `;
 
+/** A message to the database thread: one call of PGlite's API (see DATABASE_THREAD). */
+type Message = Record<string, unknown>;
+
 interface Pending {
   resolve(rows: unknown[]): void;
   reject(error: Error): void;
@@ -238,6 +266,11 @@ export interface PgliteThreadOptions {
    * database to have nothing else to do before it begins anyway. Default 1,000 ms.
    */
   backgroundMaxWaitMs?: number;
+  /**
+   * How long nothing else must have been in the database's hands before a background transaction
+   * begins (unless it has waited `backgroundMaxWaitMs`). Default 10 ms.
+   */
+  backgroundQuietMs?: number;
 }
 
 /**
@@ -247,10 +280,13 @@ export interface PgliteThreadOptions {
  * and the in-process worker cannot have. On a thread of its own it runs beside them, on
  * another core, and the main thread only sends statements and reads their answers.
  *
- * The semantics are PGlite's own: one connection, calls carried out in the order they are made,
- * a query outside a transaction waits for the open one, and inside `transaction(fn)` `fn` must
- * use `tx` only. Statements and their answers cross the thread by structured clone, so values
- * arrive as PGlite produced them (dates, byte arrays, parsed JSON).
+ * The semantics are PGlite's own: one connection, calls carried out in the order they reach the
+ * thread, a query outside a transaction waits for the open one, and inside `transaction(fn)` `fn`
+ * must use `tx` only. A transaction reaches the thread only when `fn` first awaits a query's rows,
+ * or ends: until then its statements are held here, so PGlite is never held inside a transaction
+ * waiting for this thread, and calls made meanwhile outside it may go first, as on a server.
+ * Statements and their answers cross the thread by structured clone, so values arrive as PGlite
+ * produced them (dates, byte arrays, parsed JSON).
  */
 export class PgliteThreadSqlClient implements SqlClient {
   readonly inProcess = true;
@@ -258,6 +294,8 @@ export class PgliteThreadSqlClient implements SqlClient {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private nextTransaction = 1;
+  /** The BEGIN of each background transaction not sent yet (see `transaction`). */
+  private readonly unsentBackground = new Set<Message>();
   /** Why the thread is gone; every call after that fails with it. */
   private stopped: Error | undefined;
 
@@ -283,6 +321,7 @@ export class PgliteThreadSqlClient implements SqlClient {
         dataDir: dataDir ?? null,
         image: image === undefined ? null : new Uint8Array(await image.arrayBuffer()),
         backgroundMaxWaitMs: options.backgroundMaxWaitMs ?? 1_000,
+        backgroundQuietMs: options.backgroundQuietMs ?? 10,
       },
     });
     const opened = await new Promise<{ image?: Uint8Array }>((resolve, reject) => {
@@ -319,32 +358,40 @@ export class PgliteThreadSqlClient implements SqlClient {
 
   async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const tx = this.nextTransaction++;
-    // BEGIN, the statements and the end go out without waiting for one another: the thread
-    // carries them out in the order sent.
-    const begun = this.call({
+    // Held until `fn` awaits an answer or ends, then sent together (see the thread's `begin`):
+    // the thread carries them out in the order held.
+    const held: Message[] = [];
+    const begun = this.expect(held, {
       op: 'begin',
       tx,
       asynchronousCommit: options.asynchronousCommit === true,
       background: options.background === true,
     });
     begun.catch(() => undefined);
-    const run = (sql: Statement, params?: unknown[]) => this.call({ op: 'tx', tx, sql: statementText(sql), params });
+    if (options.background === true) this.unsentBackground.add(held[0]);
+    const add = (sql: Statement, params?: unknown[]) => this.expect(held, { op: 'tx', tx, sql: statementText(sql), params });
     const queued: Promise<void>[] = [];
     let failed: { error: unknown } | undefined;
     let result: T;
     try {
       result = await fn({
-        query: async <R>(sql: Statement, params?: unknown[]) => ({ rows: (await run(sql, params)) as R[] }),
+        query: async <R>(sql: Statement, params?: unknown[]) => {
+          const answer = add(sql, params);
+          this.send(held);
+          return { rows: (await answer) as R[] };
+        },
         queue: (sql: Statement, params?: unknown[]) =>
           void queued.push(
-            run(sql, params).then(
+            add(sql, params).then(
               () => undefined,
               (error: unknown) => void (failed ??= { error }),
             ),
           ),
       });
     } catch (error) {
-      await this.call({ op: 'end', tx, commit: false }).catch(() => undefined);
+      const ended = this.expect(held, { op: 'end', tx, commit: false });
+      this.send(held);
+      await ended.catch(() => undefined);
       await Promise.all(queued);
       const refused = await begun.then(
         () => undefined,
@@ -354,11 +401,16 @@ export class PgliteThreadSqlClient implements SqlClient {
       throw refused ?? (failed !== undefined && sqlErrorInfo(error).code === IN_FAILED_TRANSACTION ? failed.error : error);
     }
     // Commits when every statement succeeded; else rolls back and rejects with the first failure.
-    await this.call({ op: 'end', tx, commit: true });
+    const ended = this.expect(held, { op: 'end', tx, commit: true });
+    this.send(held);
+    await ended;
     return result;
   }
 
   startBackgroundNow(): void {
+    // Those whose function is still running begin as soon as it awaits a read or ends.
+    for (const begin of this.unsentBackground) begin['background'] = false;
+    this.unsentBackground.clear();
     if (this.stopped === undefined) this.worker.postMessage({ op: 'hurry' });
   }
 
@@ -378,14 +430,30 @@ export class PgliteThreadSqlClient implements SqlClient {
     await this.worker.terminate();
   }
 
-  private call(message: Record<string, unknown>): Promise<unknown[]> {
+  private call(message: Message): Promise<unknown[]> {
+    const outbox: Message[] = [];
+    const answer = this.expect(outbox, message);
+    this.send(outbox);
+    return answer;
+  }
+
+  /** Adds `message` to `outbox` with an id of its own; resolves to its answer once sent and carried out. */
+  private expect(outbox: Message[], message: Message): Promise<unknown[]> {
     if (this.stopped !== undefined) return Promise.reject(this.stopped);
     const id = this.nextId++;
     return new Promise<unknown[]>((resolve, reject) => {
       if (this.pending.size === 0) this.worker.ref();
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ ...message, id });
+      outbox.push({ ...message, id });
     });
+  }
+
+  /** Sends what `outbox` holds, in one message, and empties it. */
+  private send(outbox: Message[]): void {
+    if (outbox.length === 0 || this.stopped !== undefined) return;
+    const messages = outbox.splice(0);
+    for (const message of messages) this.unsentBackground.delete(message);
+    this.worker.postMessage(messages.length === 1 ? messages[0] : { op: 'batch', messages });
   }
 
   private settle(reply: Reply): void {
