@@ -1,6 +1,6 @@
 import type { Checkpoints } from '../core/checkpointed-subscription.js';
 import type { Position } from '../core/event-store.port.js';
-import { reusable, sqlErrorInfo, type SqlClient, type SqlQueryable, type SqlTransaction } from './sql-client.port.js';
+import { reusable, sqlErrorInfo, write, type SqlClient, type SqlQueryable, type SqlTransaction } from './sql-client.port.js';
 
 /**
  * Runs `create ... if not exists` statements one by one. Two processes creating the same table
@@ -50,8 +50,7 @@ export class CheckpointStore implements Checkpoints {
    * write is queued there (it travels with the COMMIT, and a failure fails the transaction).
    */
   async save(name: string, position: Position, q: SqlQueryable | SqlTransaction = this.sql): Promise<void> {
-    if ('queue' in q) q.queue(SAVE_SQL, [name, position]);
-    else await q.query(SAVE_SQL, [name, position]);
+    await write(q, SAVE_SQL, [name, position]);
   }
 }
 

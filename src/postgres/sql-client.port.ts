@@ -64,6 +64,16 @@ export interface SqlTransaction extends SqlQueryable {
   queue(sql: Statement, params?: unknown[]): void;
 }
 
+/**
+ * A write whose rows nobody reads: queued when `q` is a transaction (it travels with whatever the
+ * transaction sends next, at the latest its COMMIT, and its failure fails the transaction), sent
+ * and awaited otherwise.
+ */
+export async function write(q: SqlQueryable | SqlTransaction, sql: Statement, params?: unknown[]): Promise<void> {
+  if ('queue' in q) q.queue(sql, params);
+  else await q.query(sql, params);
+}
+
 export interface TransactionOptions {
   /**
    * Commit without waiting for the WAL flush (`synchronous_commit = off` for this transaction):

@@ -1,5 +1,5 @@
 import { ensureTables } from '../../postgres/checkpoint-store.js';
-import type { SqlClient, SqlQueryable } from '../../postgres/sql-client.port.js';
+import { type SqlClient, type SqlQueryable, type SqlTransaction, write } from '../../postgres/sql-client.port.js';
 import { type DispatchMessage, dispatchMessageSchema } from '../dispatch-message.js';
 
 /**
@@ -22,10 +22,11 @@ export class DispatchSchedule {
     return new DispatchSchedule(sql);
   }
 
-  /** Inserts in one statement; `q` is the transaction that also moves the checkpoint. */
-  async add(messages: readonly DispatchMessage[], q: SqlQueryable = this.sql): Promise<void> {
+  /** Inserts in one statement; `q` is the transaction that also moves the checkpoint (queued there, see `write`). */
+  async add(messages: readonly DispatchMessage[], q: SqlQueryable | SqlTransaction = this.sql): Promise<void> {
     if (messages.length === 0) return;
-    await q.query(
+    await write(
+      q,
       `insert into dispatch_schedule (message_id, execution_id, not_before, message)
        select m->>'messageId', m->>'executionId', (m->>'notBefore')::timestamptz, m::text
        from jsonb_array_elements($1::jsonb) as m

@@ -1,5 +1,5 @@
 import { ensureTables } from '../../postgres/checkpoint-store.js';
-import type { SqlClient, SqlQueryable } from '../../postgres/sql-client.port.js';
+import { type SqlClient, type SqlQueryable, type SqlTransaction, write } from '../../postgres/sql-client.port.js';
 import { type DispatchMessage, dispatchMessageSchema } from '../dispatch-message.js';
 
 /**
@@ -20,9 +20,11 @@ export class UnclaimedDispatches {
     return new UnclaimedDispatches(sql);
   }
 
-  async add(messages: readonly DispatchMessage[], q: SqlQueryable): Promise<void> {
+  /** Queued when `q` is a transaction (see `write`). */
+  async add(messages: readonly DispatchMessage[], q: SqlQueryable | SqlTransaction): Promise<void> {
     if (messages.length === 0) return;
-    await q.query(
+    await write(
+      q,
       `insert into dispatch_unclaimed (attempt_id, message)
        select m->>'attemptId', m::text from jsonb_array_elements($1::jsonb) as m
        on conflict (attempt_id) do nothing`,
@@ -31,9 +33,9 @@ export class UnclaimedDispatches {
   }
 
   /** The attempts left the queue (claimed, cancelled, timed out): nothing to send again. */
-  async remove(attemptIds: readonly string[], q: SqlQueryable): Promise<void> {
+  async remove(attemptIds: readonly string[], q: SqlQueryable | SqlTransaction): Promise<void> {
     if (attemptIds.length === 0) return;
-    await q.query('delete from dispatch_unclaimed where attempt_id in (select jsonb_array_elements_text($1::jsonb))', [
+    await write(q, 'delete from dispatch_unclaimed where attempt_id in (select jsonb_array_elements_text($1::jsonb))', [
       JSON.stringify(attemptIds),
     ]);
   }

@@ -105,8 +105,10 @@ export class TimerService {
     const changes = plan.upserts.length + plan.removals.length;
     if (!this.throttle.shouldSave(changes > 0, last.position)) return;
     await this.deps.sql.transaction(
+      // Queued writes only: BEGIN, the writes and COMMIT leave together.
       async (tx) => {
-        await Promise.all([this.deps.timers.apply(plan, tx), this.deps.checkpoints.save(this.options.name, last.position, tx)]);
+        this.deps.timers.apply(plan, tx);
+        await this.deps.checkpoints.save(this.options.name, last.position, tx);
       },
       { asynchronousCommit: true },
     );

@@ -56,21 +56,24 @@ export class TimerTable {
     return new TimerTable(sql);
   }
 
-  /** Two statements whatever the batch size, in the transaction that moves the checkpoint. */
-  async apply(plan: TimerPlan, tx: SqlTransaction): Promise<void> {
-    await Promise.all([
-      plan.removals.length > 0 &&
-        tx.query(reusable('delete from timers_due where timer_id in (select jsonb_array_elements_text($1::jsonb))'), [
-          JSON.stringify(plan.removals),
-        ]),
-      plan.upserts.length > 0 &&
-        tx.query(
-          reusable(`insert into timers_due (timer_id, execution_id, due_ms)
-           select r->>'timerId', r->>'executionId', (r->>'dueMs')::bigint from jsonb_array_elements($1::jsonb) r
-           on conflict (timer_id) do nothing`),
-          [JSON.stringify(plan.upserts)],
-        ),
-    ]);
+  /**
+   * Two statements whatever the batch size, queued in the transaction that moves the checkpoint:
+   * they leave with its COMMIT.
+   */
+  apply(plan: TimerPlan, tx: SqlTransaction): void {
+    if (plan.removals.length > 0) {
+      tx.queue(reusable('delete from timers_due where timer_id in (select jsonb_array_elements_text($1::jsonb))'), [
+        JSON.stringify(plan.removals),
+      ]);
+    }
+    if (plan.upserts.length > 0) {
+      tx.queue(
+        reusable(`insert into timers_due (timer_id, execution_id, due_ms)
+         select r->>'timerId', r->>'executionId', (r->>'dueMs')::bigint from jsonb_array_elements($1::jsonb) r
+         on conflict (timer_id) do nothing`),
+        [JSON.stringify(plan.upserts)],
+      );
+    }
   }
 
   /** Claims up to `limit` timers due at `nowMs` that no process holds, for `holdMs`. */
