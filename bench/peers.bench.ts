@@ -27,9 +27,10 @@ import { summarizeCpuProfile, type CpuProfile } from './peers-profile.js';
  * - flostra-full: Flostra (bench/peers-flostra-host.ts, every role and the worker in one Node
  *   process) on its own PostgreSQL and Kafka broker; the start over Flostra's HTTP API, the end
  *   seen on the event store's subscription as in bench:e2e.
- * - flostra-embedded: the same on PGlite (in memory) and the in-process bus, one process.
- * - flostra-embedded-own (only when `--systems` names it): flostra-embedded with PGlite on a
- *   thread of its own (FLOSTRA_PGLITE_THREAD=own).
+ * - flostra-embedded: the same on PGlite (in memory, on a thread of its own: the default) and the
+ *   in-process bus, one process.
+ * - flostra-embedded-main (only when `--systems` names it): flostra-embedded with PGlite on the
+ *   process's main thread (FLOSTRA_PGLITE_THREAD=main).
  *
  * All systems stay up for the whole run. Before each cell the benchmark waits (at most 90 s)
  * until all their processes together are quiet, so that what one system's last cell left it to
@@ -53,7 +54,7 @@ const NODE_FLAGS = ['--min-semi-space-size=64', '--max-semi-space-size=64'];
 const TOKEN = 'bench-token';
 const CELL_WARMUP_SECONDS = 2;
 const CLOCK_TICKS = 100;
-const ALL_SYSTEMS = ['restate', 'dbos', 'flostra-full', 'flostra-embedded', 'flostra-embedded-own'] as const;
+const ALL_SYSTEMS = ['restate', 'dbos', 'flostra-full', 'flostra-embedded', 'flostra-embedded-main'] as const;
 type SystemName = (typeof ALL_SYSTEMS)[number];
 /** What a run measures unless `--systems` says otherwise. */
 const DEFAULT_SYSTEMS: SystemName[] = ['restate', 'dbos', 'flostra-full', 'flostra-embedded'];
@@ -462,7 +463,7 @@ async function startDbos(): Promise<System> {
   };
 }
 
-async function startFlostra(mode: 'full' | 'embedded', pgliteThread: 'main' | 'own' = 'main'): Promise<System> {
+async function startFlostra(mode: 'full' | 'embedded', pgliteThread: 'main' | 'own' = 'own'): Promise<System> {
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     PEERS_FLOSTRA_MODE: mode,
@@ -505,11 +506,11 @@ async function startFlostra(mode: 'full' | 'embedded', pgliteThread: 'main' | 'o
       host.stdin!.write(`${line}\n`);
     });
   return {
-    name: mode === 'full' ? 'flostra-full' : pgliteThread === 'own' ? 'flostra-embedded-own' : 'flostra-embedded',
+    name: mode === 'full' ? 'flostra-full' : pgliteThread === 'main' ? 'flostra-embedded-main' : 'flostra-embedded',
     description:
       mode === 'full'
         ? 'Flostra full: PostgreSQL event store and read models + Kafka (one KRaft broker), every role and the worker in one Node process; start over the HTTP API, end seen on the event store subscription'
-        : `Flostra embedded: PGlite (in memory${pgliteThread === 'own' ? ', on a thread of its own' : ''}) + in-process bus, every role and the worker in one Node process; start over the HTTP API, end seen on the event store subscription`,
+        : `Flostra embedded: PGlite (in memory, ${pgliteThread === 'own' ? 'on a thread of its own' : 'on the main thread'}) + in-process bus, every role and the worker in one Node process; start over the HTTP API, end seen on the event store subscription`,
     components: { 'flostra-node': [host.pid!], ...components },
     once: async () => {
       const started = performance.now();
@@ -537,7 +538,7 @@ async function startFlostra(mode: 'full' | 'embedded', pgliteThread: 'main' | 'o
 function startSystem(name: SystemName): Promise<System> {
   if (name === 'restate') return startRestate();
   if (name === 'dbos') return startDbos();
-  if (name === 'flostra-embedded-own') return startFlostra('embedded', 'own');
+  if (name === 'flostra-embedded-main') return startFlostra('embedded', 'main');
   return startFlostra(name === 'flostra-full' ? 'full' : 'embedded');
 }
 
@@ -774,7 +775,7 @@ function computeMedians(rounds: { cells: Record<string, Record<string, Cell>> }[
 /** Flostra over each peer, per concurrency, from the same round; then the median over rounds. */
 function computeRatios(rounds: { round: number; cells: Record<string, Record<string, Cell>> }[], options: Options) {
   const pairs: [string, string][] = [];
-  for (const flostra of ['flostra-full', 'flostra-embedded', 'flostra-embedded-own'])
+  for (const flostra of ['flostra-full', 'flostra-embedded', 'flostra-embedded-main'])
     for (const peer of ['restate', 'dbos'])
       if (options.systems.includes(flostra as SystemName) && options.systems.includes(peer as SystemName)) pairs.push([flostra, peer]);
   const perRound = rounds.map((round) => ({
@@ -885,7 +886,7 @@ const COLORS: Record<string, string> = {
   dbos: '#2a9d8f',
   'flostra-full': '#e76f51',
   'flostra-embedded': '#f4a261',
-  'flostra-embedded-own': '#e9c46a',
+  'flostra-embedded-main': '#e9c46a',
 };
 
 function chartSvg(medians: Medians, options: Options, label: string): string {

@@ -35,7 +35,7 @@ describe('loadConfig', () => {
       expect(config.roles).toEqual([...PROCESS_ROLES]);
       expect(config.eventStore).toEqual({ kind: 'pglite' });
       expect(config.databaseUrl).toBeNull();
-      expect(config.pgliteThread).toBe('main');
+      expect(config.pgliteThread).toBe('own');
       expect(config.kafkaBrokers).toBeNull();
       expect(config.tokensFile).toBeNull();
       expect(config.tokensReload).toBe('watch');
@@ -99,7 +99,7 @@ describe('loadConfig', () => {
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
       FLOSTRA_WORKER_TRANSPORT: 'HTTP',
       FLOSTRA_WORKER_RESULTS: 'Bus',
-      FLOSTRA_PGLITE_THREAD: 'Own',
+      FLOSTRA_PGLITE_THREAD: 'Main',
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
       FLOSTRA_PROJECTOR_GATHER_MS: '0',
@@ -133,7 +133,7 @@ describe('loadConfig', () => {
       roles: ['api', 'worker'],
       eventStore: { kind: 'kurrentdb', url: 'esdb://localhost:2113?tls=false' },
       databaseUrl: 'postgresql://u:p@localhost/flostra',
-      pgliteThread: 'own',
+      pgliteThread: 'main',
       kafkaBrokers: ['localhost:9092', '[::1]:9093'],
       kafkaSessionTimeoutMs: 10_000,
       tokensFile: '/etc/flostra/tokens.json',

@@ -189,7 +189,7 @@ const envSchema = z.object({
     return WORKER_RESULTS.find((known) => known === results) ?? fail(ctx, `expected one of ${WORKER_RESULTS.join(', ')}`);
   }),
   FLOSTRA_PGLITE_THREAD: optional.transform((raw, ctx) => {
-    const thread = raw?.toLowerCase() ?? 'main';
+    const thread = raw?.toLowerCase() ?? 'own';
     return PGLITE_THREADS.find((known) => known === thread) ?? fail(ctx, `expected one of ${PGLITE_THREADS.join(', ')}`);
   }),
   FLOSTRA_WORKER_CONCURRENCY: optional.transform((raw, ctx) => {
