@@ -256,6 +256,15 @@ describe('transactions of the PGlite thread client', () => {
     expect((await client.query('select v from queued order by v')).rows).toEqual([{ v: 'one' }, { v: 'two' }]);
   });
 
+  it('fail with the reason once the thread is gone, and hurrying background work then is harmless', async () => {
+    const closed = await PgliteThreadSqlClient.open();
+    await closed.close();
+    await expect(closed.transaction(async (tx) => tx.queue('select 1'), { background: true })).rejects.toThrow(
+      'the PGlite client is closed',
+    );
+    expect(() => closed.startBackgroundNow()).not.toThrow();
+  });
+
   it('roll back every queued write when one of them fails at the end', async () => {
     client = await PgliteThreadSqlClient.open();
     await client.query('create table unique_values (v text primary key)');

@@ -368,7 +368,8 @@ export class PgliteThreadSqlClient implements SqlClient {
       background: options.background === true,
     });
     begun.catch(() => undefined);
-    if (options.background === true) this.unsentBackground.add(held[0]);
+    // Nothing is held once the thread is gone: `begun` has failed already.
+    if (options.background === true && held.length > 0) this.unsentBackground.add(held[0]);
     const add = (sql: Statement, params?: unknown[]) => this.expect(held, { op: 'tx', tx, sql: statementText(sql), params });
     const queued: Promise<void>[] = [];
     let failed: { error: unknown } | undefined;
