@@ -1,31 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { ExecutionStreams } from '../../src/executions/application/execution-streams.js';
-import type { WorkflowSnapshot } from '../../src/executions/domain/execution.events.js';
 import type { TimerService } from '../../src/timers/application/timer-service.js';
 import { TimerTable } from '../../src/timers/infrastructure/timer-table.js';
 import { createTimerService } from '../../src/timers/timers.module.js';
 import { openProcessFixture, type ProcessFixture } from '../dispatch/support/process-fixture.js';
 import { eventually } from '../support/eventually.js';
-import { aWorkflow } from '../support/executions/execution-fixtures.js';
 import { STORE_KINDS } from '../support/test-app.js';
+import { HOUR, suspendedOnDelay as suspended } from './support/suspended-on-delay.js';
 
 const TIMERS = 60;
-const HOUR = 3_600_000;
-
-/** Each delay (one hour) → after. */
-function delayed(delays: string[]): WorkflowSnapshot {
-  const base = aWorkflow();
-  return {
-    ...base,
-    graph: {
-      ...base.graph,
-      nodes: [...delays.map((id) => ({ id, type: 'delay', config: { ms: HOUR } })), { id: 'after', type: 'noop' }],
-      edges: delays.map((id) => ({ from: id, to: 'after' })),
-    },
-  };
-}
 
 describe.each(STORE_KINDS)('two timer processes racing on %s', (kind) => {
   let f: ProcessFixture;
@@ -39,25 +23,7 @@ describe.each(STORE_KINDS)('two timer processes racing on %s', (kind) => {
     await f.close();
   });
 
-  /** An execution suspended on its delays, as the worker and the ingestor leave it. */
-  async function suspendedOnDelay(delays = ['pause']): Promise<string> {
-    const { executionId, attemptId } = await f.startExecution(delayed(delays));
-    const fence = await f.claim(executionId, attemptId);
-    const metadata = () => ({ now: f.clock.now(), actor: 'worker:worker-1' });
-    for (const nodeId of delays) {
-      await f.executions.handle(executionId, {
-        type: 'RecordNodeResult',
-        data: { ...fence, kind: 'node_waiting', nodeId, wait: { kind: 'timer' } },
-        metadata: metadata(),
-      });
-    }
-    await f.executions.handle(executionId, {
-      type: 'CompleteAttempt',
-      data: { ...fence, outcome: 'suspended', timers: delays, nextAttemptId: randomUUID(), jitter: 0 },
-      metadata: metadata(),
-    });
-    return executionId;
-  }
+  const suspendedOnDelay = (delays?: string[]) => suspended(f, delays);
 
   /** Every timer of `ids` (`each` per execution) in the table; then due: each fires once, and each execution goes on once. */
   async function fireAll(ids: string[], each: number): Promise<void> {

@@ -59,6 +59,11 @@ export class TimerService {
   private readonly throttle = new CheckpointThrottle();
   /** Keeps the table from the log and runs the loop; its time is the clock's, as due times are. */
   private readonly runner: CatchUpRunner;
+  /**
+   * The timers of the round under way: their rows are this round's to remove (it settles every
+   * row it claimed: fired, stale, or kept for later), so the table's keeper leaves them alone.
+   */
+  private readonly claimed = new Set<string>();
 
   constructor(
     private readonly deps: TimerServiceDeps,
@@ -99,9 +104,12 @@ export class TimerService {
   async track(batch: readonly RecordedEvent[]): Promise<void> {
     const last = batch[batch.length - 1];
     if (last === undefined) return;
-    const plan = planTimers(
+    const planned = planTimers(
       batch.map((recorded) => ({ executionId: recorded.streamId.slice('execution-'.length), event: parseExecutionEvent(recorded) })),
     );
+    // A timer this process's round fired leaves with the round's own delete: one statement for
+    // the round's rows, instead of one more per batch of the log that recorded their firings.
+    const plan = { ...planned, removals: planned.removals.filter((timerId) => !this.claimed.has(timerId)) };
     const changes = plan.upserts.length + plan.removals.length;
     if (!this.throttle.shouldSave(changes > 0, last.position)) return;
     await this.deps.sql.transaction(
@@ -119,6 +127,18 @@ export class TimerService {
   /** Claims and fires the timers due now (one bounded batch); returns how many were claimed. */
   async fireDue(): Promise<number> {
     const due = await this.deps.timers.claimDue(this.deps.clock.now().getTime(), this.options.dueBatchSize, this.options.claimMs);
+    for (const timer of due) this.claimed.add(timer.timerId);
+    try {
+      return await this.fireClaimed(due);
+    } finally {
+      // A row left behind (a failed delete, a crash) is claimed again once its claim runs out,
+      // and its timer, fired already or stale, settles then.
+      for (const timer of due) this.claimed.delete(timer.timerId);
+    }
+  }
+
+  /** Fires a claimed batch; returns how many were claimed. */
+  private async fireClaimed(due: DueTimer[]): Promise<number> {
     // The timers of one execution fire together, in one append: never two firings racing on its stream.
     const groups = [...groupBy(due, (timer) => timer.executionId).values()];
     // Their states in a few reads, not one read per execution (after a long wait none is cached),
