@@ -57,7 +57,10 @@ export interface PostgresEventStoreOptions {
    * reading (always, for a database in this process). Default 4 ms.
    */
   coalesceMs?: number;
-  /** Events of the shared in-memory tail that serves subscriptions at the head. Default 4096. */
+  /**
+   * Events of the shared in-memory tail that serves subscriptions at the head. Default 4096 on a
+   * server, 16384 in process (PGlite; see the constructor).
+   */
   tailCapacity?: number;
   /**
    * Append batches sent at once. Appends that arrive while that many are out go together in
@@ -131,7 +134,10 @@ export class PostgresEventStore implements EventStore {
       maxInFlight: options.streamReadsInFlight ?? 2,
       maxBatch: STREAM_READ_BATCH_LIMIT,
     });
-    const tailCapacity = validateInteger('tailCapacity', options.tailCapacity ?? 4_096, 1);
+    // In process, a read model's batch may wait up to a second for PGlite to be quiet (background
+    // transactions): in a burst more events than 4,096 arrive meanwhile, and each read model held
+    // back then read the log again on its own instead of from the window.
+    const tailCapacity = validateInteger('tailCapacity', options.tailCapacity ?? (client.inProcess === true ? 16_384 : 4_096), 1);
     this.tail = new LogTail(tailCapacity);
     this.tailPageSize = Math.min(TAIL_PAGE_SIZE, tailCapacity);
     this.watcher = new LogWatcher({
