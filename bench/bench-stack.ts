@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import type { INestApplication } from '@nestjs/common';
 import { createApp } from '../src/app/create-app.js';
-import { workerControlPlaneRoute } from '../src/app/in-process-control-plane.js';
+import { type WorkerRoute, workerControlPlaneRoute } from '../src/app/in-process-control-plane.js';
 import { TokenRegistry } from '../src/auth/token-registry.js';
 import type { TokenEntry } from '../src/auth/tokens-file.schema.js';
 import { InProcessBus } from '../src/bus/in-process/in-process-bus.js';
@@ -16,8 +16,6 @@ import { createLogger, type Logger } from '../src/core/logger.js';
 import { PostgresEventStore } from '../src/event-store/postgres/postgres-event-store.js';
 import { PgSqlClient } from '../src/postgres/pg-sql-client.js';
 import { openPglite } from '../src/app/infrastructure.js';
-import type { ControlPlaneRoute } from '../src/worker/runtime/worker.service.js';
-import type { ResultSink } from '../src/worker/runtime/result-sink.js';
 import type { SqlClient } from '../src/postgres/sql-client.port.js';
 import { countSqlTraffic, type SqlTraffic } from './sql-traffic.js';
 import { startKafkaBroker } from '../test/support/kafka-broker.js';
@@ -103,9 +101,10 @@ export interface BenchApp {
   logger: Logger;
   /**
    * Where a worker in this process sends its claims: in process unless FLOSTRA_WORKER_TRANSPORT=http;
-   * and its results: to the ingestor in process when it claims in process, unless FLOSTRA_WORKER_RESULTS=bus.
+   * its results: to the ingestor in process when it claims in process, unless FLOSTRA_WORKER_RESULTS=bus;
+   * and its dispatches: handed over by the dispatcher in process, unless FLOSTRA_WORKER_DISPATCH=bus.
    */
-  workerRoute(token: string): ControlPlaneRoute & { results?: ResultSink };
+  workerRoute(token: string): WorkerRoute;
 }
 
 /** Every role of the app on the stack, silent, listening on a free loopback port; `clock` is the real one unless given. */
@@ -115,6 +114,7 @@ export async function startBenchApp(stack: BenchStack, tokens: readonly TokenEnt
     LOG_LEVEL: 'silent',
     FLOSTRA_WORKER_TRANSPORT: process.env.FLOSTRA_WORKER_TRANSPORT,
     FLOSTRA_WORKER_RESULTS: process.env.FLOSTRA_WORKER_RESULTS,
+    FLOSTRA_WORKER_DISPATCH: process.env.FLOSTRA_WORKER_DISPATCH,
   });
   const app = await createApp({
     config,

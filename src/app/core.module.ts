@@ -7,6 +7,7 @@ import { LOGGER, type Logger } from '../core/logger.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { BUS, type Bus } from '../core/bus.port.js';
 import { METRICS, NO_METRICS, type Metrics } from '../core/metrics.port.js';
+import { DISPATCH_HAND_OVER, DispatchHandOver } from '../dispatch/dispatch-hand-over.js';
 
 export interface CoreDependencies {
   config: AppConfig;
@@ -34,6 +35,8 @@ export class CoreModule {
       { provide: READ_MODEL_SQL, useValue: deps.readModelSql },
       { provide: BUS, useValue: deps.bus },
       { provide: METRICS, useValue: deps.metrics ?? NO_METRICS },
+      // Where this process's dispatcher meets this process's worker, if it runs one (FLOSTRA_WORKER_DISPATCH).
+      { provide: DISPATCH_HAND_OVER, useValue: new DispatchHandOver() },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

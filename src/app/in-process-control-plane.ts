@@ -3,7 +3,9 @@ import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { UnauthenticatedError } from '../auth/auth.errors.js';
 import type { Principal } from '../auth/principal.js';
 import { TOKEN_REGISTRY, type TokenRegistry } from '../auth/token-registry.js';
-import { type AppConfig, workerResultsOf, workerTransportOf } from '../config/config.js';
+import { type AppConfig, workerDispatchOf, workerResultsOf, workerTransportOf } from '../config/config.js';
+import { BUS, type Bus } from '../core/bus.port.js';
+import { DISPATCH_HAND_OVER, type DispatchHandOver } from '../dispatch/dispatch-hand-over.js';
 import { LOGGER, type Logger } from '../core/logger.js';
 import { claimCommandOf, completeCommandOf, heartbeatCommandOf } from '../executions/infrastructure/worker-protocol.requests.js';
 import { toProblem } from '../http/problem.js';
@@ -142,15 +144,34 @@ export class InProcessControlPlane implements ControlPlane {
  * to `ownUrl`, the app's own listener. And its results (FLOSTRA_WORKER_RESULTS, see
  * `workerResultsOf`): to the app's ingestor directly, or (no `results`) to the bus.
  */
-export function workerControlPlaneRoute(
-  app: INestApplicationContext,
-  config: AppConfig,
-  token: string,
-  ownUrl: string,
-): ControlPlaneRoute & { results?: ResultSink } {
+export function workerControlPlaneRoute(app: INestApplicationContext, config: AppConfig, token: string, ownUrl: string): WorkerRoute {
   const route: ControlPlaneRoute =
     workerTransportOf(config) === 'in-process'
       ? { controlPlane: InProcessControlPlane.of(app, token) }
       : { apiUrl: config.apiUrl ?? ownUrl, token };
-  return workerResultsOf(config) === 'in-process' ? { ...route, results: InProcessResultSink.of(app) } : route;
+  return {
+    ...route,
+    ...(workerResultsOf(config) === 'in-process' ? { results: InProcessResultSink.of(app) } : {}),
+    ...workerHandOver(app, workerDispatchOf(config)),
+  };
+}
+
+/** What a worker of this process needs beside its settings: where it claims, reports, and takes dispatches from. */
+export type WorkerRoute = ControlPlaneRoute & { results?: ResultSink } & Partial<WorkerHandOver>;
+
+interface WorkerHandOver {
+  handOver: DispatchHandOver;
+  handOverBacklog?: number;
+}
+
+/**
+ * The dispatcher's hand-over for a worker of this process (FLOSTRA_WORKER_DISPATCH, see
+ * `workerDispatchOf`), or nothing when every dispatch goes on the bus. On a bus only this
+ * process reads (the in-process bus) no other worker could take a dispatch the worker leaves:
+ * it takes them all.
+ */
+export function workerHandOver(app: INestApplicationContext, dispatch: 'in-process' | 'bus'): Partial<WorkerHandOver> {
+  if (dispatch !== 'in-process') return {};
+  const handOver = app.get<DispatchHandOver>(DISPATCH_HAND_OVER, { strict: false });
+  return app.get<Bus>(BUS, { strict: false }).durable ? { handOver } : { handOver, handOverBacklog: Number.POSITIVE_INFINITY };
 }

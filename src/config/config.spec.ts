@@ -9,6 +9,7 @@ import {
   loadConfig,
   PROCESS_ROLES,
   workerResultsOf,
+  workerDispatchOf,
   workerTransportOf,
 } from './config.js';
 
@@ -99,6 +100,7 @@ describe('loadConfig', () => {
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
       FLOSTRA_WORKER_TRANSPORT: 'HTTP',
       FLOSTRA_WORKER_RESULTS: 'Bus',
+      FLOSTRA_WORKER_DISPATCH: 'Bus',
       FLOSTRA_PGLITE_THREAD: 'Main',
       FLOSTRA_WORKER_CONCURRENCY: '16',
       FLOSTRA_EGRESS_ALLOW: '10.1.0.0/16, .corp.example',
@@ -143,6 +145,7 @@ describe('loadConfig', () => {
       workerToken: 'secret-worker-token',
       workerTransport: 'http',
       workerResults: 'bus',
+      workerDispatch: 'bus',
       workerConcurrency: 16,
       projectorGatherMs: 0,
       egressAllow: ['10.1.0.0/16', '.corp.example'],
@@ -203,6 +206,16 @@ describe('loadConfig', () => {
     expect(workerResultsOf(loadConfig(env))).toBe(results);
   });
 
+  it.each([
+    [{}, 'in-process'],
+    [{ FLOSTRA_ROLES: 'api,dispatcher,worker' }, 'in-process'],
+    [{ FLOSTRA_ROLES: 'api,ingestor,worker' }, 'bus'],
+    [{ FLOSTRA_ROLES: 'dispatcher' }, 'bus'],
+    [{ FLOSTRA_WORKER_DISPATCH: 'BUS' }, 'bus'],
+  ])('a dispatcher and worker with %j meet %s', (env, dispatch) => {
+    expect(workerDispatchOf(loadConfig(env))).toBe(dispatch);
+  });
+
   describe('names the variable at fault', () => {
     it.each([
       ['PORT', 'abc', 'PORT: expected an integer 0-65535, got "abc"'],
@@ -227,6 +240,7 @@ describe('loadConfig', () => {
       ['FLOSTRA_WORKER_CONCURRENCY', '0', 'FLOSTRA_WORKER_CONCURRENCY: expected an integer 1-1000, got "0"'],
       ['FLOSTRA_WORKER_TRANSPORT', 'grpc', 'FLOSTRA_WORKER_TRANSPORT: expected one of auto, in-process, http, got "grpc"'],
       ['FLOSTRA_WORKER_RESULTS', 'kafka', 'FLOSTRA_WORKER_RESULTS: expected one of auto, in-process, bus, got "kafka"'],
+      ['FLOSTRA_WORKER_DISPATCH', 'memory', 'FLOSTRA_WORKER_DISPATCH: expected one of auto, in-process, bus, got "memory"'],
       ['FLOSTRA_PGLITE_THREAD', 'worker', 'FLOSTRA_PGLITE_THREAD: expected one of own, main, got "worker"'],
       ['FLOSTRA_METRICS_PORT', '70000', 'FLOSTRA_METRICS_PORT: expected an integer 0-65535, got "70000"'],
       ['FLOSTRA_METRICS_MAX_WORKSPACES', '10001', 'FLOSTRA_METRICS_MAX_WORKSPACES: expected an integer 0-10000, got "10001"'],
@@ -285,6 +299,12 @@ describe('loadConfig', () => {
       const error = configError({ FLOSTRA_WORKER_TRANSPORT: 'in-process', FLOSTRA_ROLES: 'worker,dispatcher' });
       expect(error.message).toContain('FLOSTRA_WORKER_TRANSPORT: in-process needs the api role in FLOSTRA_ROLES');
       expect(error.variables).toEqual(['FLOSTRA_WORKER_TRANSPORT']);
+    });
+
+    it('refuses dispatches handed over in process without the dispatcher role', () => {
+      const error = configError({ FLOSTRA_WORKER_DISPATCH: 'in-process', FLOSTRA_ROLES: 'api,worker' });
+      expect(error.message).toContain('FLOSTRA_WORKER_DISPATCH: in-process needs the dispatcher role in FLOSTRA_ROLES');
+      expect(error.variables).toEqual(['FLOSTRA_WORKER_DISPATCH']);
     });
 
     it('refuses in-process worker results in a process without the ingestor role', () => {

@@ -15,6 +15,9 @@ const WORKER_TRANSPORTS = ['auto', 'in-process', 'http'] as const;
 /** FLOSTRA_WORKER_RESULTS: see `workerResultsOf`. */
 const WORKER_RESULTS = ['auto', 'in-process', 'bus'] as const;
 
+/** FLOSTRA_WORKER_DISPATCH: see `workerDispatchOf`. */
+const WORKER_DISPATCHES = ['auto', 'in-process', 'bus'] as const;
+
 /** FLOSTRA_PGLITE_THREAD: where the embedded PGlite runs. */
 const PGLITE_THREADS = ['own', 'main'] as const;
 
@@ -188,6 +191,10 @@ const envSchema = z.object({
     const results = raw?.toLowerCase() ?? 'auto';
     return WORKER_RESULTS.find((known) => known === results) ?? fail(ctx, `expected one of ${WORKER_RESULTS.join(', ')}`);
   }),
+  FLOSTRA_WORKER_DISPATCH: optional.transform((raw, ctx) => {
+    const dispatch = raw?.toLowerCase() ?? 'auto';
+    return WORKER_DISPATCHES.find((known) => known === dispatch) ?? fail(ctx, `expected one of ${WORKER_DISPATCHES.join(', ')}`);
+  }),
   FLOSTRA_PGLITE_THREAD: optional.transform((raw, ctx) => {
     const thread = raw?.toLowerCase() ?? 'own';
     return PGLITE_THREADS.find((known) => known === thread) ?? fail(ctx, `expected one of ${PGLITE_THREADS.join(', ')}`);
@@ -298,6 +305,8 @@ function toConfig(env: Env) {
     workerTransport: env.FLOSTRA_WORKER_TRANSPORT,
     /** Where the worker role's results go: `auto` is to this process's ingestor when it has one and claims in process (see `workerResultsOf`). */
     workerResults: env.FLOSTRA_WORKER_RESULTS,
+    /** Whether this process's dispatcher hands dispatches to its worker in memory: `auto` is when both roles run here (see `workerDispatchOf`). */
+    workerDispatch: env.FLOSTRA_WORKER_DISPATCH,
     /** Attempts one worker process runs at once. */
     workerConcurrency: env.FLOSTRA_WORKER_CONCURRENCY,
     /** How long a projector holds a short batch back for more while appends stream in; 0: never. */
@@ -393,6 +402,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       if (env.FLOSTRA_WORKER_RESULTS === 'in-process' && !(env.FLOSTRA_ROLES as readonly string[]).includes('ingestor')) {
         ctx.addIssue({ code: 'custom', path: ['FLOSTRA_WORKER_RESULTS'], message: 'in-process needs the ingestor role in FLOSTRA_ROLES' });
       }
+      // Dispatches are handed over by this process's dispatcher: it must be here.
+      if (env.FLOSTRA_WORKER_DISPATCH === 'in-process' && !(env.FLOSTRA_ROLES as readonly string[]).includes('dispatcher')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['FLOSTRA_WORKER_DISPATCH'],
+          message: 'in-process needs the dispatcher role in FLOSTRA_ROLES',
+        });
+      }
       // A holder must get at least one renewal in before its lease runs out.
       if (env.FLOSTRA_LEASE_RENEW_MS * 2 > env.FLOSTRA_LEASE_TTL_MS) {
         ctx.addIssue({
@@ -443,6 +460,18 @@ export function workerTransportOf(config: AppConfig): 'in-process' | 'http' {
 export function workerResultsOf(config: AppConfig): 'in-process' | 'bus' {
   if (config.workerResults !== 'auto') return config.workerResults;
   return workerTransportOf(config) === 'in-process' && runsRole(config, 'ingestor') ? 'in-process' : 'bus';
+}
+
+/**
+ * Whether the dispatcher of this process hands dispatches to this process's worker role in
+ * memory (`in-process`: while the worker has room, the rest on the bus for any worker) or sends
+ * every dispatch on the bus (`bus`). `auto` is in process when this process runs both roles.
+ * Only the process holding the dispatcher's lease hands over; the others' workers take from
+ * the bus.
+ */
+export function workerDispatchOf(config: AppConfig): 'in-process' | 'bus' {
+  if (config.workerDispatch !== 'auto') return config.workerDispatch;
+  return runsRole(config, 'dispatcher') && runsRole(config, 'worker') ? 'in-process' : 'bus';
 }
 
 /**

@@ -10,6 +10,7 @@ import { CheckpointStore } from '../postgres/checkpoint-store.js';
 import { startLeaderRole } from '../postgres/leader-role.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { Dispatcher, type DispatcherDeps, type DispatcherOptions } from './application/dispatcher.js';
+import { DISPATCH_HAND_OVER, DispatchHandOver } from './dispatch-hand-over.js';
 import { DispatchSchedule } from './infrastructure/dispatch-schedule.js';
 import { UnclaimedDispatches } from './infrastructure/unclaimed-dispatches.js';
 
@@ -41,11 +42,12 @@ export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(METRICS) private readonly metrics: Metrics,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(DISPATCH_HAND_OVER) private readonly handOver: DispatchHandOver,
   ) {}
 
   async onModuleInit(): Promise<void> {
     const logger = this.logger.child({ component: 'dispatcher' });
-    const { store, bus, clock, metrics } = this;
+    const { store, bus, clock, metrics, handOver } = this;
     this.leadership = await startLeaderRole({
       role: 'dispatcher',
       sql: this.sql,
@@ -53,7 +55,7 @@ export class DispatcherProcess implements OnModuleInit, OnModuleDestroy {
       metrics,
       timings: this.config.leases,
       lead: async (sql) => {
-        const dispatcher = await createDispatcher({ store, bus, sql, clock, logger, metrics });
+        const dispatcher = await createDispatcher({ store, bus, sql, clock, logger, metrics, handOver });
         await dispatcher.start();
         logger.info('dispatcher started');
         return dispatcher;

@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp } from '../../src/app/create-app.js';
-import { InProcessControlPlane } from '../../src/app/in-process-control-plane.js';
+import { InProcessControlPlane, workerHandOver } from '../../src/app/in-process-control-plane.js';
 import { InProcessResultSink } from '../../src/app/in-process-result-sink.js';
 import { TokenRegistry } from '../../src/auth/token-registry.js';
 import { loadTokens } from '../../src/auth/tokens.loader.js';
@@ -162,6 +162,16 @@ export function workerResults(config: AppConfig): 'in-process' | 'bus' {
   return config.workerTransport === 'in-process' && runsRole(config, 'ingestor') ? 'in-process' : 'bus';
 }
 
+/**
+ * Whether the test app's dispatcher hands dispatches to its worker in memory: when the test's env
+ * says FLOSTRA_WORKER_DISPATCH=in-process, or FLOSTRA_TEST_WORKER_DISPATCH does so for a whole run;
+ * else every dispatch goes on the bus, the way the suites that break the bus expect.
+ */
+export function workerDispatch(config: AppConfig): 'in-process' | 'bus' {
+  if (config.workerDispatch !== 'auto') return config.workerDispatch;
+  return process.env.FLOSTRA_TEST_WORKER_DISPATCH === 'in-process' ? 'in-process' : 'bus';
+}
+
 function testLogLevel(): LogThreshold {
   const level = process.env.FLOSTRA_TEST_LOG_LEVEL;
   return level === 'debug' || level === 'info' || level === 'warn' || level === 'error' ? level : 'silent';
@@ -201,6 +211,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     worker = createWorker({
       ...(workerTransport(config) === 'in-process' ? { controlPlane: InProcessControlPlane.of(app, token) } : { apiUrl: url, token }),
       ...(workerResults(config) === 'in-process' ? { results: InProcessResultSink.of(app) } : {}),
+      ...workerHandOver(app, workerDispatch(config)),
       bus,
       logger,
       concurrency: settings.concurrency ?? 4,

@@ -6,7 +6,7 @@ import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from '../nodes/node-registry.js';
 import { TransformSandbox, type TransformSandboxOptions } from '../nodes/transform-sandbox.js';
 import type { ResultSink } from './result-sink.js';
-import { type ControlPlaneRoute, WorkerService } from './worker.service.js';
+import { type ControlPlaneRoute, WorkerService, type WorkerOptions as WorkerServiceOptions } from './worker.service.js';
 
 export type CreateWorkerOptions = WorkerSettings & ControlPlaneRoute;
 
@@ -24,6 +24,9 @@ interface WorkerSettings {
   transform?: Partial<TransformSandboxOptions>;
   /** Where attempt and node durations go (the process's metrics); none when absent. */
   metrics?: Metrics;
+  /** See WorkerService's options. */
+  handOver?: WorkerServiceOptions['handOver'];
+  handOverBacklog?: number;
 }
 
 /** A worker with every node type, its http nodes behind the egress guard. */
@@ -46,6 +49,8 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
     workerId: options.workerId,
     groupId: options.groupId,
     metrics: options.metrics,
+    handOver: options.handOver,
+    handOverBacklog: options.handOverBacklog,
     onStopped: async () => {
       await Promise.all([transforms.close(), code.close()]);
     },

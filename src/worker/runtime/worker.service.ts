@@ -3,6 +3,8 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { INGESTOR_GROUP_ID, TOPICS, TopicNotFoundError, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
+import { Slots } from '../../bus/slots.js';
+import type { DispatchHandOver } from '../../dispatch/dispatch-hand-over.js';
 import type { Metrics } from '../../core/metrics.port.js';
 import { reportConsumerLag } from '../../observability/lag-sources.js';
 import { type Context, contextFrom } from '../../observability/tracing.js';
@@ -48,6 +50,17 @@ interface WorkerSettings {
   metrics?: Pick<Metrics, 'attemptRan' | 'nodeRan' | 'consumerLag'>;
   /** Called last by `stop`, once no attempt runs: releases what the node types hold (evaluator processes). */
   onStopped?: () => Promise<void>;
+  /**
+   * The dispatcher of this process hands dispatches over here, in memory, while this worker has
+   * room (FLOSTRA_WORKER_DISPATCH): it attaches on `start` and detaches on `stop`.
+   */
+  handOver?: Pick<DispatchHandOver, 'attach'>;
+  /**
+   * How many dispatches handed over may wait for a free slot beyond those running (default:
+   * `concurrency`); the dispatcher sends the rest on the bus, for any worker. Unbounded on a bus
+   * that only this process reads (the in-process bus).
+   */
+  handOverBacklog?: number;
 }
 
 /**
@@ -71,10 +84,18 @@ export class WorkerService {
   private readonly running = new Map<string, Promise<void>>();
   /** Aborted by `stop` once its grace has passed: running attempts are handed back. */
   private readonly handBack = new AbortController();
+  /** `concurrency` slots, shared by dispatches from the bus and those handed over in process. */
+  private readonly slots: Slots;
+  /** Dispatches handed over that wait for a slot. */
+  private waitingHandedOver = 0;
+  /** True between `start` and `stop`: dispatches handed over are taken. */
+  private taking = false;
+  private detach: () => void = () => undefined;
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.client = 'controlPlane' in options ? options.controlPlane : new ControlPlaneClient(options.apiUrl, options.token);
+    this.slots = new Slots(options.concurrency);
     // Every running attempt listens on it, and removes its listener when it ends: more than
     // Node's default of ten at a time is the normal case, not a leak.
     setMaxListeners(0, this.handBack.signal);
@@ -112,6 +133,46 @@ export class WorkerService {
     this.stopReportingLag();
     if (this.options.metrics) this.stopReportingLag = reportConsumerLag(this.options.metrics, this.options.bus, groupId, TOPICS.dispatch);
     await this.subscribe(groupId);
+    this.taking = true;
+    this.detach = this.options.handOver?.attach(this) ?? (() => undefined);
+  }
+
+  /**
+   * A dispatch handed over in process by this process's dispatcher (see DispatchHandOver): taken
+   * when a slot is free, or when fewer than `handOverBacklog` taken ones already wait for one;
+   * refused while stopped or full, and the dispatcher sends it on the bus instead. A taken
+   * dispatch that has not started when `stop` is called is dropped: it was not claimed, and the
+   * dispatcher, whose checkpoint stays before it, sends it again.
+   */
+  take(dispatch: DispatchMessage, headers: Record<string, string>): boolean {
+    if (!this.taking) return false;
+    const { attemptId } = dispatch;
+    if (this.seen.has(attemptId) || this.running.has(attemptId)) return true;
+    const hasSlot = this.slots.tryAcquire();
+    if (!hasSlot && this.waitingHandedOver >= (this.options.handOverBacklog ?? this.options.concurrency)) return false;
+    const run = (async () => {
+      if (!hasSlot) {
+        this.waitingHandedOver++;
+        try {
+          await this.slots.acquire();
+        } finally {
+          this.waitingHandedOver--;
+        }
+      }
+      try {
+        if (this.taking) await this.runAttempt(dispatch, contextFrom(headers));
+      } finally {
+        this.slots.release();
+      }
+    })();
+    this.running.set(attemptId, run);
+    void run
+      .catch((error: unknown) =>
+        // Not claimed, or its end not reported: the dispatcher makes it durable after a while, and the watchdog retries what ran.
+        this.options.logger.error('an attempt handed over in process failed to run', { attemptId, error: String(error) }),
+      )
+      .finally(() => this.running.delete(attemptId));
+    return true;
   }
 
   private async subscribe(groupId: string): Promise<void> {
@@ -164,6 +225,8 @@ export class WorkerService {
    */
   async stop(options: { graceMs?: number } = {}): Promise<void> {
     this.stopping = true;
+    this.taking = false;
+    this.detach();
     clearTimeout(this.resubscribe);
     this.stopReportingLag();
     const grace =
@@ -175,6 +238,8 @@ export class WorkerService {
             this.handBack.abort();
           }, options.graceMs);
     await this.consumer?.stop();
+    // Attempts handed over in process: those waiting for a slot end without running.
+    await Promise.allSettled([...this.running.values()]);
     if (grace !== null) clearTimeout(grace);
     this.consumer = null;
     this.ingestWatch.stop();
@@ -209,12 +274,22 @@ export class WorkerService {
     // the first run instead, so its offset, too, is committed only after the terminal result.
     const running = this.running.get(attemptId);
     if (running !== undefined) return running;
-    const run = this.runAttempt(dispatch.data, contextFrom(message.headers));
+    const run = this.runInSlot(dispatch.data, contextFrom(message.headers));
     this.running.set(attemptId, run);
     try {
       await run;
     } finally {
       this.running.delete(attemptId);
+    }
+  }
+
+  /** A dispatch from the bus: runs once a slot is free (dispatches handed over share the slots). */
+  private async runInSlot(dispatch: DispatchMessage, trace: Context): Promise<void> {
+    await this.slots.acquire();
+    try {
+      await this.runAttempt(dispatch, trace);
+    } finally {
+      this.slots.release();
     }
   }
 
