@@ -287,6 +287,8 @@ async function main() {
     warmUpSeconds: { stackAt16: STACK_WARMUP_SECONDS, eachCell: WARMUP_SECONDS },
     /** How full's and embedded's worker reaches the api in their one process (split's always over HTTP). */
     workerTransport: process.env.FLOSTRA_WORKER_TRANSPORT === 'http' ? 'http' : 'in-process',
+    /** Whether full's and embedded's dispatcher hands dispatches to that worker in memory (FLOSTRA_WORKER_DISPATCH). */
+    workerDispatch: process.env.FLOSTRA_WORKER_DISPATCH === 'bus' ? 'bus' : 'in-process',
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },
     modes: [] as unknown[],
   };

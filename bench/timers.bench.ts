@@ -139,15 +139,9 @@ async function main(): Promise<void> {
   // The in-process bus lives and dies with its process: the restarted app gets a new one.
   await stack.bus.close();
   const bus = new InProcessBus();
-  const { app, url, logger } = await startBenchApp({ ...stack, bus }, tokens, clock);
-  const worker = createWorker({
-    bus,
-    apiUrl: url,
-    token: TOKEN,
-    logger,
-    concurrency: loadConfig({}).workerConcurrency,
-    egressAllow: [],
-  });
+  const { app, logger, workerRoute } = await startBenchApp({ ...stack, bus }, tokens, clock);
+  // The worker as `npm start` runs it: claims, results and dispatches in process.
+  const worker = createWorker({ ...workerRoute(TOKEN), bus, logger, concurrency: loadConfig({}).workerConcurrency, egressAllow: [] });
   await worker.start();
   await settled();
   log('restarted and settled');
