@@ -201,14 +201,16 @@ export class Dispatcher {
     // claimed: it lives in memory only, and a restart must read its AttemptScheduled again.
     const oldest = this.handedOver.values().next().value;
     const safe = oldest === undefined ? last.position : oldest.before;
-    if (safe === null) return;
     // Dispatches the broker acked need no prompt checkpoint: after a crash they are sent again,
     // and a duplicate dispatch yields one claim. Only what is kept beside the checkpoint (held-back
     // dispatches, the unclaimed list) must commit with it now.
     const unclaimed = this.deps.unclaimed;
     const claimedRows = unclaimed ? left.filter((attemptId) => this.unclaimedRows.has(attemptId)) : [];
     const changed = later.length + (unclaimed ? due.length + claimedRows.length : 0) > 0;
-    if (!this.throttle.shouldSave(changed, safe)) return;
+    // No position to store (a dispatch handed over is the log's first event): what changed is
+    // stored all the same, and the log is read from its start again after a restart.
+    const save = safe !== null && this.throttle.shouldSave(changed, safe);
+    if (!save && !changed) return;
     // Promise 1 (docs/architecture.md): the log is the outbox. The checkpoint moves only once the broker acked this
     // batch's dispatches and the held-back ones are stored, so no crash can lose one.
     // What this records is derived from the log after the checkpoint: a crash may lose it
@@ -220,7 +222,7 @@ export class Dispatcher {
           this.deps.schedule.add(later, tx),
           unclaimed?.add(due, tx),
           unclaimed?.remove(claimedRows, tx),
-          this.deps.checkpoints.save(this.options.name, safe, tx),
+          save ? this.deps.checkpoints.save(this.options.name, safe, tx) : undefined,
         ]);
       },
       { asynchronousCommit: true },
