@@ -141,8 +141,10 @@ export class InProcessControlPlane implements ControlPlane {
 /**
  * Where the worker role of a process that also runs `app` sends its calls (FLOSTRA_WORKER_TRANSPORT,
  * see `workerTransportOf`): to the app's handlers directly, or over HTTP to FLOSTRA_API_URL, else
- * to `ownUrl`, the app's own listener. And its results (FLOSTRA_WORKER_RESULTS, see
- * `workerResultsOf`): to the app's ingestor directly, or (no `results`) to the bus.
+ * to `ownUrl`, the app's own listener. Its results (FLOSTRA_WORKER_RESULTS, see
+ * `workerResultsOf`): to the app's ingestor directly, or (no `results`) to the bus. And its
+ * dispatches (FLOSTRA_WORKER_DISPATCH, see `workerDispatchOf`): handed over by the app's
+ * dispatcher as well as taken from the bus, or (no `handOver`) from the bus only.
  */
 export function workerControlPlaneRoute(app: INestApplicationContext, config: AppConfig, token: string, ownUrl: string): WorkerRoute {
   const route: ControlPlaneRoute =
