@@ -43,6 +43,13 @@ export interface TimerServiceOptions {
   claimMs?: number;
   /** Backoff of a timer whose firing keeps failing. */
   backoff?: { initialMs: number; maxMs: number };
+  /**
+   * How far ahead of their due time the loop reads the executions of coming timers (0: never),
+   * so that firing them decides on states in memory instead of reading each first.
+   */
+  prepareMs?: number;
+  /** Most executions read ahead at once: no more than the process's state cache keeps (10,000). */
+  prepareLimit?: number;
 }
 
 /**
@@ -52,7 +59,9 @@ export interface TimerServiceOptions {
  * revision, so a timer fires once however many processes race; the timers of one execution in
  * one append, the states of the batch read together), and sleeps until the next due
  * time (at most `idleMs`), woken early when this process records a timer due sooner. A timer due
- * long ago (the role was down) fires at once, and its event records how late.
+ * long ago (the role was down) fires at once, and its event records how late. Before it sleeps,
+ * the loop reads ahead the executions of timers due within `prepareMs` into the process's state
+ * cache: a burst of timers due together then fires without reading their histories first.
  */
 export class TimerService {
   private readonly options: Required<TimerServiceOptions>;
@@ -64,6 +73,8 @@ export class TimerService {
    * row it claimed: fired, stale, or kept for later), so the table's keeper leaves them alone.
    */
   private readonly claimed = new Set<string>();
+  /** When (clock time) the loop last read ahead: at most once per `idleMs`. */
+  private preparedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly deps: TimerServiceDeps,
@@ -78,13 +89,15 @@ export class TimerService {
       concurrency: 128,
       claimMs: 30_000,
       backoff: { initialMs: 1_000, maxMs: 60_000 },
+      prepareMs: 5_000,
+      prepareLimit: 10_000,
       ...options,
     };
     // The feed's name, batchSize, gatherMs, store and checkpoints: the options and deps of those names.
     this.runner = new CatchUpRunner({
       feed: { ...this.options, ...deps, streamPrefixes: ['execution-'], handle: (batch) => this.track(batch), throttle: this.throttle },
       loop: {
-        round: () => this.round(),
+        round: (signal) => this.round(signal),
         onError: (error, failures) => deps.logger.warn('timer loop failed; retrying', { err: error, failures }),
       },
       logger: deps.logger,
@@ -144,16 +157,9 @@ export class TimerService {
     // Their states in a few reads, not one read per execution (after a long wait none is cached),
     // `concurrency` streams per read. The reads go out together: no other role's statements come
     // between them, and with the database on a thread of its own none waits for this one to send it.
-    const executionIds = groups.map((timers) => timers[0].executionId);
-    const reads: Promise<void>[] = [];
-    for (let i = 0; i < executionIds.length; i += this.options.concurrency) {
-      reads.push(
-        this.deps.executions
-          .prefetch(executionIds.slice(i, i + this.options.concurrency))
-          .catch((error: unknown) => this.deps.logger.warn('reading due executions failed; each firing reads its own', { err: error })),
-      );
-    }
-    await Promise.all(reads);
+    await this.readAll(groups.map((timers) => timers[0].executionId)).catch((error: unknown) =>
+      this.deps.logger.warn('reading due executions failed; each firing reads its own', { err: error }),
+    );
     const settled: DueTimer[] = [];
     let next = 0;
     // Many executions at once: the store commits their appends in groups.
@@ -165,6 +171,37 @@ export class TimerService {
     // Fired, or nothing left to fire: their rows go in one statement.
     await this.deps.timers.removeAll(settled);
     return due.length;
+  }
+
+  /** Folds the executions not cached yet, `concurrency` streams per read, the reads sent together. */
+  private async readAll(executionIds: readonly string[]): Promise<void> {
+    const reads: Promise<void>[] = [];
+    for (let i = 0; i < executionIds.length; i += this.options.concurrency) {
+      reads.push(this.deps.executions.prefetch(executionIds.slice(i, i + this.options.concurrency)));
+    }
+    await Promise.all(reads);
+  }
+
+  /**
+   * Reads ahead the executions of the timers due within `prepareMs` that no process holds (at most
+   * `prepareLimit`, soonest first), a claim's worth at a time, and stops once the soonest is due or
+   * the role stops: firing comes first. Only a hint, as any cached state: a state another process
+   * moves meanwhile makes the firing's append conflict and read again. Returns how many executions
+   * it looked at.
+   */
+  async prepare(signal?: AbortSignal): Promise<number> {
+    const nowMs = this.deps.clock.now().getTime();
+    this.preparedAtMs = nowMs;
+    const coming = await this.deps.timers.coming(nowMs, nowMs + this.options.prepareMs, this.options.prepareLimit);
+    const executionIds = [...new Set(coming.map((timer) => timer.executionId))];
+    const dueMs = coming[0]?.dueMs ?? Number.POSITIVE_INFINITY;
+    let looked = 0;
+    while (looked < executionIds.length && signal?.aborted !== true && this.deps.clock.now().getTime() < dueMs) {
+      const chunk = executionIds.slice(looked, looked + this.options.dueBatchSize);
+      await this.readAll(chunk);
+      looked += chunk.length;
+    }
+    return looked;
   }
 
   /**
@@ -217,11 +254,27 @@ export class TimerService {
     await this.deps.timers.backOff(timer, this.deps.clock.now().getTime() + delayMs);
   }
 
+  /** A timer comes due within `prepareMs`, and the loop has not read ahead within `idleMs`. */
+  private shouldPrepare(nextDueMs: number): boolean {
+    const nowMs = this.deps.clock.now().getTime();
+    return (
+      this.options.prepareMs > 0 &&
+      nextDueMs > nowMs &&
+      nextDueMs - nowMs <= this.options.prepareMs &&
+      nowMs - this.preparedAtMs >= this.options.idleMs
+    );
+  }
+
   /** One look: fires what is due; resolves to how long to sleep (until the next due time, at most `idleMs`). */
-  private async round(): Promise<number> {
+  private async round(signal: AbortSignal): Promise<number> {
     // A full batch means more may be due: look again at once.
     if ((await this.fireDue()) === this.options.dueBatchSize) return 0;
     const next = await this.deps.timers.nextDueMs();
+    if (next !== null && this.shouldPrepare(next)) {
+      await this.prepare(signal).catch((error: unknown) =>
+        this.deps.logger.warn('reading coming timers ahead failed; they fire all the same', { err: error }),
+      );
+    }
     const untilNext = next === null ? this.options.idleMs : next - this.deps.clock.now().getTime();
     return Math.max(0, Math.min(this.options.idleMs, untilNext));
   }

@@ -89,6 +89,20 @@ export class TimerTable {
     return rows.map(toTimer).sort((a, b) => a.dueMs - b.dueMs);
   }
 
+  /**
+   * Up to `limit` timers due after `nowMs` and by `untilMs` that no process holds, soonest first
+   * (the timer role reads their executions ahead). Nothing is claimed.
+   */
+  async coming(nowMs: number, untilMs: number, limit: number): Promise<DueTimer[]> {
+    const { rows } = await this.sql.query<Row>(
+      `select timer_id, execution_id, due_ms, failures from timers_due
+       where due_ms > $1 and due_ms <= $2 and claimed_until_ms <= $1
+       order by due_ms limit $3`,
+      [nowMs, untilMs, limit],
+    );
+    return rows.map(toTimer);
+  }
+
   /** When the next timer nobody holds is due (epoch ms), or null when none is left. */
   async nextDueMs(): Promise<number | null> {
     const { rows } = await this.sql.query<{ next: string | number | null }>(
