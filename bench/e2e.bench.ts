@@ -34,6 +34,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map(Number);
 const MODES = (process.env.BENCH_MODES ?? 'full,split,embedded').split(',');
+/** Attempts the worker of `full` and `embedded` runs at once. */
+const WORKER_CONCURRENCY = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 16);
 const TOKEN = 'bench-token';
 /** A last cell at 16 concurrent that counts database round trips by the source file asking (0: none). */
 const BY_CALLER_SECONDS = Number(process.env.BENCH_SQL_BY_CALLER_SECONDS ?? 5);
@@ -235,7 +237,7 @@ async function startInProcessWorker(
   metrics: Metrics,
 ): Promise<BenchWorker> {
   // The app's metrics, as main.ts gives a worker that shares its process.
-  const worker = createWorker({ ...route, bus, logger, concurrency: 16, egressAllow: [], metrics });
+  const worker = createWorker({ ...route, bus, logger, concurrency: WORKER_CONCURRENCY, egressAllow: [], metrics });
   await worker.start();
   return { cpuSeconds: () => 0, stop: () => worker.stop() };
 }
@@ -289,6 +291,7 @@ async function main() {
     workerTransport: process.env.FLOSTRA_WORKER_TRANSPORT === 'http' ? 'http' : 'in-process',
     /** Whether full's and embedded's dispatcher hands dispatches to that worker in memory (FLOSTRA_WORKER_DISPATCH). */
     workerDispatch: process.env.FLOSTRA_WORKER_DISPATCH === 'bus' ? 'bus' : 'in-process',
+    workerConcurrency: WORKER_CONCURRENCY,
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },
     modes: [] as unknown[],
   };

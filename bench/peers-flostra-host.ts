@@ -12,7 +12,8 @@ import { followExecutionEnds, openBenchStack, publishBenchWorkflow, startBenchAp
  * and reports it as one line `done <executionId>` on stdout.
  *
  * Environment: PEERS_FLOSTRA_MODE (`full` or `embedded`), PEERS_DATABASE_URL and
- * PEERS_KAFKA_BROKERS (full), PEERS_TOKEN. First stdout line: `ready <url>`.
+ * PEERS_KAFKA_BROKERS (full), PEERS_TOKEN, PEERS_WORKER_CONCURRENCY (attempts the worker runs at
+ * once; 16 unless set). First stdout line: `ready <url>`.
  * Commands on stdin: `profile-start`, `profile-stop <file>` (a V8 CPU profile of this process,
  * the same profiler as `node --cpu-prof`, over exactly the span between the two), `stop`.
  */
@@ -45,7 +46,13 @@ async function main() {
   const { app, url, logger, workerRoute } = await startBenchApp(stack, [
     { token, subject: 'bench', workspaces: { bench: 'admin' }, global: ['worker'] },
   ]);
-  const worker = createWorker({ ...workerRoute(token), bus: stack.bus, logger, concurrency: 16, egressAllow: [] });
+  const worker = createWorker({
+    ...workerRoute(token),
+    bus: stack.bus,
+    logger,
+    concurrency: Number(process.env.PEERS_WORKER_CONCURRENCY ?? 16),
+    egressAllow: [],
+  });
   await worker.start();
   await publishBenchWorkflow(url, token, 'diamond', DIAMOND);
 

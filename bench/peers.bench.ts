@@ -69,6 +69,8 @@ interface Options {
   systems: SystemName[];
   profile: boolean;
   chart: string;
+  /** Attempts Flostra's worker runs at once; the largest cell's concurrency unless given. */
+  workerConcurrency: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -80,6 +82,7 @@ function parseOptions(argv: string[]): Options {
     systems: [...DEFAULT_SYSTEMS],
     profile: false,
     chart: join(ROOT, 'docs', 'benchmarks-peers.svg'),
+    workerConcurrency: Number.NaN,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
@@ -94,6 +97,7 @@ function parseOptions(argv: string[]): Options {
     else if (flag === '--systems') options.systems = value().split(',') as SystemName[];
     else if (flag === '--profile') options.profile = true;
     else if (flag === '--chart') options.chart = value();
+    else if (flag === '--worker-concurrency') options.workerConcurrency = Number(value());
     else throw new Error(`unknown option ${argv[i]} (see the header of bench/peers.bench.ts)`);
   }
   if (!(options.seconds > 0) || !(options.rounds >= 1) || options.concurrency.some((c) => !(c >= 1)))
@@ -101,6 +105,11 @@ function parseOptions(argv: string[]): Options {
   for (const system of options.systems)
     if (!ALL_SYSTEMS.includes(system)) throw new Error(`unknown system ${system}; known: ${ALL_SYSTEMS.join(', ')}`);
   if (options.profile) options.systems = ['flostra-full'];
+  // The peers' services set no cap on the invocations they run at once: Flostra's worker takes as
+  // many attempts as the largest cell has executions in flight.
+  if (Number.isNaN(options.workerConcurrency)) options.workerConcurrency = Math.max(...options.concurrency);
+  if (!Number.isInteger(options.workerConcurrency) || options.workerConcurrency < 1 || options.workerConcurrency > 1000)
+    throw new Error('--worker-concurrency must be an integer 1-1000');
   return options;
 }
 
@@ -463,11 +472,12 @@ async function startDbos(): Promise<System> {
   };
 }
 
-async function startFlostra(mode: 'full' | 'embedded', pgliteThread: 'main' | 'own' = 'own'): Promise<System> {
+async function startFlostra(mode: 'full' | 'embedded', workerConcurrency: number, pgliteThread: 'main' | 'own' = 'own'): Promise<System> {
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     PEERS_FLOSTRA_MODE: mode,
     PEERS_TOKEN: TOKEN,
+    PEERS_WORKER_CONCURRENCY: String(workerConcurrency),
     FLOSTRA_PGLITE_THREAD: pgliteThread,
   };
   const components: Components = {};
@@ -535,11 +545,11 @@ async function startFlostra(mode: 'full' | 'embedded', pgliteThread: 'main' | 'o
   };
 }
 
-function startSystem(name: SystemName): Promise<System> {
+function startSystem(name: SystemName, options: Options): Promise<System> {
   if (name === 'restate') return startRestate();
   if (name === 'dbos') return startDbos();
-  if (name === 'flostra-embedded-main') return startFlostra('embedded', 'main');
-  return startFlostra(name === 'flostra-full' ? 'full' : 'embedded');
+  if (name === 'flostra-embedded-main') return startFlostra('embedded', options.workerConcurrency, 'main');
+  return startFlostra(name === 'flostra-full' ? 'full' : 'embedded', options.workerConcurrency);
 }
 
 function versionOf(pkg: string): string {
@@ -689,7 +699,7 @@ async function main() {
   try {
     for (const name of options.systems) {
       log(`${name}: starting`);
-      systems.set(name, await startSystem(name));
+      systems.set(name, await startSystem(name, options));
       log(`${name}: warming up at 16 concurrent for ${options.stackWarmupSeconds}s`);
       await measure(systems.get(name)!, 16, options.stackWarmupSeconds);
     }
@@ -740,6 +750,7 @@ async function runRounds(systems: Map<SystemName, System>, options: Options) {
       'diamond of 4 durable no-op steps (A, then B and C in parallel, then D), closed loop, one client request per execution through to its end',
     machine: machine(),
     secondsPerCell: options.seconds,
+    flostraWorkerConcurrency: options.workerConcurrency,
     warmUpSeconds: { stackAt16: options.stackWarmupSeconds, eachCell: CELL_WARMUP_SECONDS },
     systems: Object.fromEntries(
       [...systems.values()].map((s) => [s.name, { description: s.description, processes: Object.keys(s.components) }]),
@@ -850,6 +861,7 @@ async function runProfile(system: System, options: Options) {
     benchmark: 'Flostra full at 16 concurrent under a V8 CPU profile of its Node process (the profiler slows it a little)',
     machine: machine(),
     secondsPerCell: options.seconds,
+    flostraWorkerConcurrency: options.workerConcurrency,
     cell,
     cpuSplitPerProcess: cpuSplit,
     profileFile: file,
