@@ -4,7 +4,7 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import { systemActor } from '../../src/core/actors.js';
 import { ExecutionStreams } from '../../src/executions/application/execution-streams.js';
 import { CheckpointStore } from '../../src/postgres/checkpoint-store.js';
-import { TimerService } from '../../src/timers/application/timer-service.js';
+import { TimerService, type TimerServiceOptions } from '../../src/timers/application/timer-service.js';
 import { TimerTable } from '../../src/timers/infrastructure/timer-table.js';
 import { openProcessFixture, type ProcessFixture } from '../dispatch/support/process-fixture.js';
 import { STORE_KINDS } from '../support/test-app.js';
@@ -50,20 +50,8 @@ describe.each(STORE_KINDS)('timers read ahead on %s', (kind) => {
     table = await TimerTable.open(f.sql);
     const counting = countingReads(f.store);
     streamsRead = counting.streamsRead;
-    service = new TimerService(
-      {
-        store: counting.store,
-        // A process of its own: none of the executions the fixture wrote is in its memory.
-        executions: new ExecutionStreams(counting.store, f.clock, randomIds),
-        sql: f.sql,
-        checkpoints: await CheckpointStore.open(f.sql),
-        timers: table,
-        clock: f.clock,
-        ids: f.ids,
-        logger: f.logger,
-      },
-      { prepareMs: 5_000 },
-    );
+    // A process of its own: none of the executions the fixture wrote is in its memory.
+    service = await timerService(counting.store, new ExecutionStreams(counting.store, f.clock, randomIds), {});
   });
   afterAll(async () => {
     await f.close();
@@ -73,6 +61,19 @@ describe.each(STORE_KINDS)('timers read ahead on %s', (kind) => {
     f.clock.advance(2 * HOUR);
     while ((await service.fireDue()) > 0);
   });
+
+  /** A timer process on the fixture's database, reading ahead 5 s. */
+  async function timerService(
+    store: EventStore,
+    executions: Pick<ExecutionStreams, 'handleBatch' | 'prefetch'>,
+    options: TimerServiceOptions,
+  ): Promise<TimerService> {
+    const deps = { sql: f.sql, timers: table, clock: f.clock, ids: f.ids, logger: f.logger };
+    return new TimerService(
+      { ...deps, store, executions, checkpoints: await CheckpointStore.open(f.sql) },
+      { prepareMs: 5_000, ...options },
+    );
+  }
 
   /** An execution suspended on its one-hour delay, its timer in the table. */
   async function suspendedOnDelay(): Promise<string> {
@@ -156,5 +157,37 @@ describe.each(STORE_KINDS)('timers read ahead on %s', (kind) => {
     expect(await service.fireDue()).toBe(1);
     expect(streamsRead()).toBe(before + 1);
     expect(await firings(executionId)).toHaveLength(1);
+  });
+
+  it('stops reading ahead once a timer recorded meanwhile is due', async () => {
+    // One execution per chunk, the first chunk's read held until the test lets it go.
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const streams = new ExecutionStreams(f.store, f.clock, randomIds);
+    const gated: Pick<ExecutionStreams, 'handleBatch' | 'prefetch'> = {
+      handleBatch: (executionId, commands) => streams.handleBatch(executionId, commands),
+      prefetch: async (executionIds) => {
+        await held;
+        return streams.prefetch(executionIds);
+      },
+    };
+    const narrow = await timerService(f.store, gated, { dueBatchSize: 1, name: 'timers-narrow' });
+    const sooner = await suspended(f); // due a second before the two below; not in the table yet
+    f.clock.advance(1_000);
+    const coming = [await suspendedOnDelay(), await suspendedOnDelay()];
+    f.clock.advance(HOUR - 3_000); // `sooner` due in 2 s, the two in 3 s
+
+    const reading = narrow.prepare();
+    await new Promise((resolve) => setImmediate(resolve));
+    await narrow.track(await f.events(sooner)); // recorded while the first read is under way
+    f.clock.advance(2_000); // `sooner` is due now, the two in 1 s
+    release();
+    expect(await reading).toBe(1);
+
+    f.clock.advance(1_000);
+    expect(await narrow.fireDue()).toBe(1);
+    expect(await narrow.fireDue()).toBe(1);
+    expect(await narrow.fireDue()).toBe(1);
+    for (const id of [sooner, ...coming]) expect(await firings(id)).toHaveLength(1);
   });
 });

@@ -75,6 +75,8 @@ export class TimerService {
   private readonly claimed = new Set<string>();
   /** When (clock time) the loop last read ahead: at most once per `idleMs`. */
   private preparedAtMs = Number.NEGATIVE_INFINITY;
+  /** The soonest due time recorded while a read-ahead runs: it stops in time to fire that one. */
+  private recordedDueMs = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly deps: TimerServiceDeps,
@@ -133,8 +135,10 @@ export class TimerService {
       },
       { asynchronousCommit: true },
     );
-    // A timer due sooner than the loop's sleep ends wakes it.
-    this.runner.wake(Math.min(...plan.upserts.map((u) => u.dueMs)));
+    // A timer due sooner than the loop's sleep ends wakes it (and ends a read-ahead under way in time).
+    const soonestMs = Math.min(...plan.upserts.map((u) => u.dueMs));
+    this.recordedDueMs = Math.min(this.recordedDueMs, soonestMs);
+    this.runner.wake(soonestMs);
   }
 
   /** Claims and fires the timers due now (one bounded batch); returns how many were claimed. */
@@ -184,19 +188,24 @@ export class TimerService {
 
   /**
    * Reads ahead the executions of the timers due within `prepareMs` that no process holds (at most
-   * `prepareLimit`, soonest first), a claim's worth at a time, and stops once the soonest is due or
-   * the role stops: firing comes first. Only a hint, as any cached state: a state another process
+   * `prepareLimit`, soonest first), a claim's worth at a time, and stops once the soonest of them,
+   * or of the timers recorded meanwhile, is due, or the role stops: firing comes first. Only a hint, as any cached state: a state another process
    * moves meanwhile makes the firing's append conflict and read again. Returns how many executions
    * it looked at.
    */
   async prepare(signal?: AbortSignal): Promise<number> {
     const nowMs = this.deps.clock.now().getTime();
     this.preparedAtMs = nowMs;
+    this.recordedDueMs = Number.POSITIVE_INFINITY;
     const coming = await this.deps.timers.coming(nowMs, nowMs + this.options.prepareMs, this.options.prepareLimit);
     const executionIds = [...new Set(coming.map((timer) => timer.executionId))];
     const dueMs = coming[0]?.dueMs ?? Number.POSITIVE_INFINITY;
     let looked = 0;
-    while (looked < executionIds.length && signal?.aborted !== true && this.deps.clock.now().getTime() < dueMs) {
+    while (
+      looked < executionIds.length &&
+      signal?.aborted !== true &&
+      this.deps.clock.now().getTime() < Math.min(dueMs, this.recordedDueMs)
+    ) {
       const chunk = executionIds.slice(looked, looked + this.options.dueBatchSize);
       await this.readAll(chunk);
       looked += chunk.length;
