@@ -189,9 +189,9 @@ export class TimerService {
   /**
    * Reads ahead the executions of the timers due within `prepareMs` that no process holds (at most
    * `prepareLimit`, soonest first), a claim's worth at a time, and stops once the soonest of them,
-   * or of the timers recorded meanwhile, is due, or the role stops: firing comes first. Only a hint, as any cached state: a state another process
-   * moves meanwhile makes the firing's append conflict and read again. Returns how many executions
-   * it looked at.
+   * or of the timers recorded meanwhile, is due, or the role stops: firing comes first. Only a
+   * hint, as any cached state: a state another process moves meanwhile makes the firing's append
+   * conflict and read again. Returns how many executions it looked at.
    */
   async prepare(signal?: AbortSignal): Promise<number> {
     const nowMs = this.deps.clock.now().getTime();
