@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { StreamRevision } from './event-store.port.js';
 
 /** A stream's folded state as of its last event's revision. */
@@ -13,19 +14,17 @@ export interface CachedStreamState<State> {
  * values), since concurrent commands share them.
  */
 export class StreamStateCache<State> {
-  private readonly entries = new Map<string, CachedStreamState<State>>();
+  // lru-cache, not a Map re-inserted on use: see LruSet (lru-set.ts) for what that costs.
+  private readonly entries: LRUCache<string, CachedStreamState<State>>;
 
-  constructor(private readonly capacity = 10_000) {
+  constructor(capacity = 10_000) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+    this.entries = new LRUCache({ max: capacity });
   }
 
+  /** The kept state of the stream, marked most recently used. */
   get(streamId: string): CachedStreamState<State> | undefined {
-    const entry = this.entries.get(streamId);
-    if (entry === undefined) return undefined;
-    // Map keeps insertion order: re-inserting marks the stream most recently used.
-    this.entries.delete(streamId);
-    this.entries.set(streamId, entry);
-    return entry;
+    return this.entries.get(streamId);
   }
 
   /** Whether a state of the stream is kept (without marking it used). */
@@ -35,11 +34,9 @@ export class StreamStateCache<State> {
 
   /** Keeps the newer of the stored and the given state: a slow writer never rolls an entry back. */
   set(streamId: string, entry: CachedStreamState<State>): void {
-    const current = this.entries.get(streamId);
+    const current = this.entries.peek(streamId);
     if (current !== undefined && current.revision > entry.revision) return;
-    this.entries.delete(streamId);
     this.entries.set(streamId, entry);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
   }
 
   delete(streamId: string): void {

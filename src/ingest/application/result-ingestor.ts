@@ -5,11 +5,11 @@ import type { Clock } from '../../core/clock.port.js';
 import { DomainError } from '../../core/errors.js';
 import type { IdGenerator } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
+import { LruSet } from '../../core/lru-set.js';
 import { NO_METRICS, type Metrics } from '../../core/metrics.port.js';
 import { contextFrom, inSpan, type Link, linkTo, SpanKind } from '../../observability/tracing.js';
 import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import type { ExecutionCommand } from '../../executions/domain/execution.commands.js';
-import { LruSet } from './lru-set.js';
 import { MAX_RESULT_MESSAGE_BYTES, parseResultMessage, type ResultMessage } from './result-message.schema.js';
 
 export interface ResultIngestorDeps {

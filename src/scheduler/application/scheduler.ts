@@ -5,6 +5,7 @@ import type { Clock } from '../../core/clock.port.js';
 import { DomainError, NotFoundError, WrongExpectedRevisionError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import type { Logger } from '../../core/logger.js';
+import { LruSet } from '../../core/lru-set.js';
 import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
 import { StartExecutionCommand, type StartExecutionResult } from '../../executions/application/start-execution.handler.js';
 import { isFinal } from '../../executions/domain/execution.state.js';
@@ -60,7 +61,7 @@ const KNOWN_STARTED = 10_000;
 export class Scheduler {
   private readonly options: Required<SchedulerOptions>;
   private readonly followed = new Map<string, Followed>();
-  private readonly started = new Set<string>();
+  private readonly started = new LruSet(KNOWN_STARTED);
   /** Follows the schedule streams from the start of the log (no checkpoint: what it folds lives in memory) and runs the ticks. */
   private readonly runner: CatchUpRunner;
 
@@ -243,7 +244,6 @@ export class Scheduler {
       this.deps.logger.warn('a scheduled start was refused', { workspaceId, schedule: name, fireTime: fire.fireTime, code: error.code });
     }
     this.started.add(fire.executionId);
-    if (this.started.size > KNOWN_STARTED) this.started.delete(this.started.values().next().value!);
   }
 }
 

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { INGESTOR_GROUP_ID, TOPICS, TopicNotFoundError, type Bus, type ConsumerHandle, type IncomingMessage } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
+import { LruSet } from '../../core/lru-set.js';
 import { Slots } from '../../bus/slots.js';
 import type { DispatchHandOver } from '../../dispatch/dispatch-hand-over.js';
 import type { Metrics } from '../../core/metrics.port.js';
@@ -79,7 +80,7 @@ export class WorkerService {
   private readonly client: ControlPlane;
   private readonly ingestWatch: IngestWatch;
   /** Attempts this process already ran: a redelivered dispatch is not claimed twice. */
-  private readonly seen = new Map<string, true>();
+  private readonly seen = new LruSet(10_000);
   /** Attempts running in this process now, by attemptId. */
   private readonly running = new Map<string, Promise<void>>();
   /** Aborted by `stop` once its grace has passed: running attempts are handed back. */
@@ -319,8 +320,7 @@ export class WorkerService {
   }
 
   private remember(attemptId: string): void {
-    this.seen.set(attemptId, true);
-    if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value!);
+    this.seen.add(attemptId);
   }
 }
 
