@@ -9,6 +9,7 @@ import { startKafkaBroker } from '../test/support/kafka-broker.js';
 import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post, type ClosedLoopResult } from './bench-support.js';
 import { summarizeCpuProfile, type CpuProfile } from './peers-profile.js';
+import { STATEMENT_PROFILE_SETTINGS, servicesProfiler, type ServicesProfiler } from './peers-services-profile.js';
 
 /**
  * bench:peers: Flostra side by side with Restate and DBOS Transact on the same 4-step diamond
@@ -42,7 +43,9 @@ import { summarizeCpuProfile, type CpuProfile } from './peers-profile.js';
  *
  * Prints one JSON document on stdout (progress on stderr) and writes docs/benchmarks-peers.svg.
  * `--profile` instead runs Flostra's full stack alone at 16 concurrent with a V8 CPU profile of
- * its process over the measured cell, and reports where the time goes.
+ * its process over the measured cell, profiles of its PostgreSQL (by statement and by function)
+ * and of its Kafka broker (Java Flight Recorder) over the same cell, and reports where the time
+ * goes (bench/peers-services-profile.ts).
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -350,6 +353,8 @@ interface System {
   stop(): Promise<void>;
   /** Flostra only: a CPU profile of its process between start and stop. */
   profile?: { start(): Promise<void>; stop(file: string): Promise<void> };
+  /** Flostra `full` under `--profile` only: profiles of its PostgreSQL and its Kafka broker. */
+  servicesProfile?: ServicesProfiler;
 }
 
 async function startRestate(): Promise<System> {
@@ -472,7 +477,12 @@ async function startDbos(): Promise<System> {
   };
 }
 
-async function startFlostra(mode: 'full' | 'embedded', workerConcurrency: number, pgliteThread: 'main' | 'own' = 'own'): Promise<System> {
+async function startFlostra(
+  mode: 'full' | 'embedded',
+  workerConcurrency: number,
+  pgliteThread: 'main' | 'own' = 'own',
+  profileServices = false,
+): Promise<System> {
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     PEERS_FLOSTRA_MODE: mode,
@@ -482,13 +492,26 @@ async function startFlostra(mode: 'full' | 'embedded', workerConcurrency: number
   };
   const components: Components = {};
   let stopServices = async () => undefined as void;
+  let servicesProfile: ServicesProfiler | undefined;
   if (mode === 'full') {
-    const postgres = await startPostgresServer();
+    const postgres = await startPostgresServer(profileServices ? { settings: STATEMENT_PROFILE_SETTINGS } : {});
     const kafka = await startKafkaBroker({ reuseExisting: false });
-    env.PEERS_DATABASE_URL = await createTestDatabase('peers_flostra', postgres.url);
+    const databaseUrl = await createTestDatabase('peers_flostra', postgres.url);
+    env.PEERS_DATABASE_URL = databaseUrl;
     env.PEERS_KAFKA_BROKERS = kafka.brokers.join(',');
-    components.postgres = [postmasterPid(postgres.url)];
+    const postmaster = postmasterPid(postgres.url);
+    components.postgres = [postmaster];
     components['kafka-jvm'] = [kafkaPid()];
+    if (profileServices) {
+      const dir = join(ROOT, '.cache', 'bench-peers');
+      mkdirSync(dir, { recursive: true });
+      servicesProfile = servicesProfiler({
+        databaseUrl,
+        postgresPids: () => processTree([postmaster]).map((stat) => stat.pid),
+        kafkaPid: components['kafka-jvm'][0],
+        filePrefix: join(dir, `flostra-full-c16-${new Date().toISOString().replace(/[:.]/g, '-')}`),
+      });
+    }
     stopServices = async () => {
       await kafka.stop();
       await postgres.stop();
@@ -542,6 +565,7 @@ async function startFlostra(mode: 'full' | 'embedded', workerConcurrency: number
       await stopServices();
     },
     profile: { start: () => command('profile-start'), stop: (file) => command(`profile-stop ${file}`) },
+    servicesProfile,
   };
 }
 
@@ -549,7 +573,7 @@ function startSystem(name: SystemName, options: Options): Promise<System> {
   if (name === 'restate') return startRestate();
   if (name === 'dbos') return startDbos();
   if (name === 'flostra-embedded-main') return startFlostra('embedded', options.workerConcurrency, 'main');
-  return startFlostra(name === 'flostra-full' ? 'full' : 'embedded', options.workerConcurrency);
+  return startFlostra(name === 'flostra-full' ? 'full' : 'embedded', options.workerConcurrency, 'own', options.profile);
 }
 
 function versionOf(pkg: string): string {
@@ -566,7 +590,8 @@ function ensurePeersInstalled(needed: boolean): void {
   log('installing the peers from bench/peers/package-lock.json (npm ci --prefix bench/peers)');
   // --ignore-scripts: the server's binary comes as a platform package; no install script is needed.
   const result = spawnSync('npm', ['ci', '--prefix', PEERS_DIR, '--no-audit', '--no-fund', '--ignore-scripts'], {
-    stdio: ['ignore', 'inherit', 'inherit'],
+    // npm's own report goes to stderr with the progress: stdout carries the JSON document alone.
+    stdio: ['ignore', process.stderr, 'inherit'],
     timeout: 600_000,
   });
   if (result.status !== 0) throw new Error(`npm ci --prefix bench/peers failed (${result.error?.message ?? `exit ${result.status}`})`);
@@ -845,9 +870,11 @@ async function runProfile(system: System, options: Options) {
   const file = join(dir, `flostra-full-c16-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`);
   await measure(system, 16, CELL_WARMUP_SECONDS);
   log(`profiling flostra-full at 16 concurrent for ${options.seconds}s`);
+  await system.servicesProfile!.start();
   await system.profile!.start();
   const cell = await measure(system, 16, options.seconds);
   await system.profile!.stop(file);
+  const services = await system.servicesProfile!.stop(cell.executions);
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const cpuSplit = Object.fromEntries(
     Object.entries(cell.cpuSecondsPerExecution)
@@ -866,6 +893,7 @@ async function runProfile(system: System, options: Options) {
     cpuSplitPerProcess: cpuSplit,
     profileFile: file,
     profile: summarizeCpuProfile(profile, cell.executions),
+    services,
   };
 }
 

@@ -25,6 +25,8 @@ export interface PostgresServer {
 export interface StartPostgresServerOptions {
   /** Use FLOSTRA_TEST_DATABASE_URL when set (default true). A test that stops the server needs its own. */
   reuseExisting?: boolean;
+  /** Server settings beyond the defaults (`-c name=value`), e.g. preloaded libraries for a profile. */
+  settings?: Record<string, string>;
 }
 
 const POSTGRES_ROOT = '/usr/lib/postgresql';
@@ -74,6 +76,7 @@ export async function startPostgresServer(startOptions: StartPostgresServerOptio
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
       const options = [`-c listen_addresses=127.0.0.1`, `-p ${port}`, `-c unix_socket_directories=${root}`, '-c max_connections=200'];
+      for (const [name, value] of Object.entries(startOptions.settings ?? {})) options.push(`-c ${name}=${value}`);
       try {
         run('pg_ctl', ['-D', dataDir, '-l', join(root, 'server.log'), '-w', '-t', '60', '-o', options.join(' '), 'start']);
       } catch (error) {
