@@ -50,6 +50,7 @@ const EXECUTIONS_IN_PARALLEL = 16;
  * offsets are not committed and the messages come again (those already written are replays).
  */
 export class ResultIngestor {
+  /** Recent message ids; an older duplicate still meets the decider, which takes a redelivered identical result as a no-op. */
   private readonly seen: LruSet;
   private readonly maxBytes: number;
   private readonly retry: { attempts: number; initialMs: number; maxMs: number };
