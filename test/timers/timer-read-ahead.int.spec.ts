@@ -163,10 +163,13 @@ describe.each(STORE_KINDS)('timers read ahead on %s', (kind) => {
     // One execution per chunk, the first chunk's read held until the test lets it go.
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
+    let entered: () => void = () => undefined;
+    const firstRead = new Promise<void>((resolve) => (entered = resolve));
     const streams = new ExecutionStreams(f.store, f.clock, randomIds);
     const gated: Pick<ExecutionStreams, 'handleBatch' | 'prefetch'> = {
       handleBatch: (executionId, commands) => streams.handleBatch(executionId, commands),
       prefetch: async (executionIds) => {
+        entered();
         await held;
         return streams.prefetch(executionIds);
       },
@@ -178,7 +181,7 @@ describe.each(STORE_KINDS)('timers read ahead on %s', (kind) => {
     f.clock.advance(HOUR - 3_000); // `sooner` due in 2 s, the two in 3 s
 
     const reading = narrow.prepare();
-    await new Promise((resolve) => setImmediate(resolve));
+    await firstRead; // the read-ahead found the two and is reading the first
     await narrow.track(await f.events(sooner)); // recorded while the first read is under way
     f.clock.advance(2_000); // `sooner` is due now, the two in 1 s
     release();
