@@ -26,7 +26,8 @@ export const STATEMENT_PROFILE_SETTINGS: Record<string, string> = {
   'pg_stat_statements.max': '5000',
 };
 
-const round3 = (value: number) => Math.round(value * 1000) / 1000;
+/** Three decimals: what every figure of bench:peers' report carries. */
+export const round3 = (value: number) => Math.round(value * 1000) / 1000;
 
 function onPath(tool: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;

@@ -9,7 +9,7 @@ import { startKafkaBroker } from '../test/support/kafka-broker.js';
 import { createTestDatabase, startPostgresServer } from '../test/support/postgres-server.js';
 import { STACK_WARMUP_SECONDS, closedLoop, post, type ClosedLoopResult } from './bench-support.js';
 import { summarizeCpuProfile, type CpuProfile } from './peers-profile.js';
-import { STATEMENT_PROFILE_SETTINGS, servicesProfiler, type ServicesProfiler } from './peers-services-profile.js';
+import { STATEMENT_PROFILE_SETTINGS, round3, servicesProfiler, type ServicesProfiler } from './peers-services-profile.js';
 
 /**
  * bench:peers: Flostra side by side with Restate and DBOS Transact on the same 4-step diamond
@@ -696,7 +696,6 @@ async function measure(
 }
 
 const round5 = (value: number) => Math.round(value * 1e5) / 1e5;
-const round3 = (value: number) => Math.round(value * 1e3) / 1e3;
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);

@@ -8,13 +8,14 @@ import { dumpReadModels, expectReadModelsEqualTheLog } from './support/projectio
 
 const attempt = (e: string, a: string, verb: string) => `/v1/executions/${e}/attempts/${a}/${verb}`;
 
+/** Events per rebuild batch: few, so the rebuild spans many transactions. */
+const REBUILD_BATCH_SIZE = 20;
+
 /**
  * Promise 9 (docs/architecture.md) while the system serves traffic, and promise 8's premise: executions are started,
  * claimed and completed over HTTP throughout a rebuild of both read models; nothing is lost,
  * reads never fail, and every timeline position (an SSE id) stays what it was.
  */
-const REBUILD_BATCH_SIZE = 20;
-
 describe.each(ALL_STORE_KINDS)('a rebuild under live load on %s', (kind) => {
   let t: TestApp;
   let api: ApiClient;
