@@ -10,16 +10,23 @@ import { METRICS, type Metrics } from '../core/metrics.port.js';
 import { httpMetrics, TracingInterceptor } from './http-observability.js';
 import { emptyBodyAsObject, readJsonBody, rejectUnstorableJson } from './json-body.js';
 import { ProblemFilter } from './problem.filter.js';
+import { gateRequests } from './request-gate.js';
 import { requestLogging } from './request-logging.js';
 
 export type HttpShellConfig = Pick<
   AppConfig,
-  'maxBodyBytes' | 'logLevel' | 'httpHeadersTimeoutMs' | 'httpBodyTimeoutMs' | 'httpRequestTimeoutMs'
+  | 'maxBodyBytes'
+  | 'logLevel'
+  | 'httpHeadersTimeoutMs'
+  | 'httpBodyTimeoutMs'
+  | 'httpRequestTimeoutMs'
+  | 'httpMaxInFlightPerToken'
+  | 'httpMaxQueuedPerToken'
 >;
 
 /**
  * Installs the HTTP shell on a Nest app, before `init()`/`listen()`: JSON logs (Nest's too),
- * request metrics and spans, request logging, authentication on arrival (bearer token, then browser session), the JSON-only body reader limited to
+ * request metrics and spans, request logging, authentication on arrival (bearer token, then browser session), each token's fair share of request handling, the JSON-only body reader limited to
  * FLOSTRA_MAX_BODY_BYTES and FLOSTRA_HTTP_BODY_TIMEOUT_MS, the server's header and request
  * timeouts, and the problem+json filter. `x-powered-by` is off.
  *
@@ -45,6 +52,8 @@ export function configureHttp(
   if (registry !== null) app.use(authenticateOnArrival(registry));
   const sessions = providerOf<SessionStore>(app, SESSION_STORE);
   if (sessions !== null) app.use(authenticateSession(sessions));
+  // Before the body is read: a request that waits its turn costs only its socket.
+  app.use(gateRequests({ inFlight: config.httpMaxInFlightPerToken, queued: config.httpMaxQueuedPerToken }));
   app.use(
     readJsonBody({
       limitBytes: config.maxBodyBytes,

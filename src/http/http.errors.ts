@@ -20,3 +20,14 @@ export class UnsupportedMediaTypeError extends DomainError {
     super('unsupported_media_type', message);
   }
 }
+
+/** One token already has as many requests in flight and waiting as it may. HTTP 429. */
+export class TooManyRequestsError extends DomainError {
+  constructor(inFlight: number, queued: number, retryAfterSeconds: number) {
+    super(
+      'too_many_requests',
+      `this token already has ${inFlight} requests being handled and ${queued} waiting, the most one token may; retry later`,
+      { inFlight, queued, retryAfterSeconds },
+    );
+  }
+}

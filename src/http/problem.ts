@@ -37,6 +37,7 @@ const STATUS: Record<ProblemCode, number> = {
   output_too_large: 413,
   unsupported_media_type: 415,
   too_many_streams: 429,
+  too_many_requests: 429,
   unavailable: 503,
   internal: 500,
 };
@@ -61,6 +62,7 @@ const TITLE: Record<ProblemCode, string> = {
   output_too_large: 'Output too large',
   unsupported_media_type: 'Unsupported media type',
   too_many_streams: 'Too many open streams',
+  too_many_requests: 'Too many requests',
   unavailable: 'Service unavailable',
   internal: 'Internal server error',
 };

@@ -27,6 +27,8 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   unsupported_media_type: 'a body that is not JSON in UTF-8.',
   too_many_streams:
     'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',
+  too_many_requests:
+    'this token already has FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN requests being handled and FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN waiting (`inFlight`, `queued`); retry after `Retry-After` seconds.',
   unavailable: 'a dependency is down or a read model is behind; nothing was written, retry.',
 };
 

@@ -16,6 +16,12 @@ export interface RouteContract {
   readonly description?: string;
   readonly tags: readonly string[];
   readonly access: RouteAccess;
+  /**
+   * The request may be held open until something happens (a long poll): like a live stream it is
+   * not gated by its token's share of request handling (`isLongRequest` in src/http/request-gate.ts
+   * recognizes it by its path).
+   */
+  readonly longPoll?: boolean;
   /** Path parameters, by the names the route's path uses. */
   readonly params?: z.ZodObject;
   readonly query?: z.ZodObject;
@@ -103,7 +109,17 @@ export function answerableCodes(contract: RouteContract): ErrorCode[] {
   if (contract.body !== undefined) for (const code of BODY_CODES) codes.add(code);
   // A write with a body, made with a browser session cookie, needs its CSRF header (src/auth/session-auth.ts).
   if (contract.access.kind !== 'public' && contract.body !== undefined) codes.add('csrf_required');
+  // A token's requests beyond its share of the api wait, and beyond its queue are refused
+  // (src/http/request-gate.ts); live streams and the worker role are not gated.
+  if (gated(contract)) codes.add('too_many_requests');
   return ERROR_ORDER.filter((code) => codes.has(code));
+}
+
+function gated(contract: RouteContract): boolean {
+  if (contract.access.kind === 'public') return false;
+  if (contract.access.kind === 'global' && contract.access.role === 'worker') return false;
+  if (contract.longPoll === true) return false;
+  return !Object.values(contract.responses).some((response) => response.kind === 'event-stream');
 }
 
 /** Problem codes by status, then as the API reference lists them. */
@@ -127,6 +143,7 @@ export const ERROR_ORDER = [
   'output_too_large',
   'unsupported_media_type',
   'too_many_streams',
+  'too_many_requests',
   'unavailable',
 ] as const satisfies readonly ErrorCode[];
 

@@ -76,6 +76,7 @@ export const pollTaskContract = defineRoute({
     'With `max` (1 to 100) the reply is the list form `{ tasks }`, always 200: the first task as above, then up to `max - 1` more that are due now.',
   tags: TAGS,
   access: workspaceRole('task-worker', 'path'),
+  longPoll: true,
   params: pollParamsSchema,
   body: pollBodySchema,
   responses: {
