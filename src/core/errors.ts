@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'resume_expired'
   | 'request_timeout'
   | 'too_many_streams'
+  | 'limit_reached'
   | 'unavailable';
 
 export interface ValidationIssue {
