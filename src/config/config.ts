@@ -256,7 +256,7 @@ const envSchema = z.object({
   }),
   FLOSTRA_METRICS_MAX_WORKSPACES: integer(DEFAULT_METRICS_MAX_WORKSPACES, 0, 10_000),
   FLOSTRA_METRICS_AUTH: optional.transform((raw, ctx): MetricsAuth => {
-    if (raw === undefined) return 'none';
+    if (raw === undefined) return 'token';
     return METRICS_AUTH_MODES.find((mode) => mode === raw) ?? fail(ctx, `expected one of ${METRICS_AUTH_MODES.join(', ')}`);
   }),
   FLOSTRA_MAX_SCHEDULES_PER_WORKSPACE: integer(DEFAULT_MAX_SCHEDULES_PER_WORKSPACE, 1, 1_000_000),
