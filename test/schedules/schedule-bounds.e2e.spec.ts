@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ScheduleStreams } from '../../src/schedules/application/schedule-streams.js';
 import { scheduleRegisterStreamId, scheduleStreamId } from '../../src/schedules/domain/schedule-identity.js';
 import { client, type ApiClient } from '../support/http-client.js';
 import { publish } from '../support/scenario.js';
@@ -66,5 +67,22 @@ describe.each(STORE_KINDS)('schedule bounds (%s)', (kind) => {
     expect((await api.request('DELETE', path(created[1]), { token: TOKENS.editorA })).status).toBe(204);
     expect((await put('one-more')).status).toBe(201);
     expect((await put('two-more')).status).toBe(409);
+  });
+
+  it('counts the schedules a workspace held before it had a register', async () => {
+    const streams = app.app.get(ScheduleStreams, { strict: false });
+    const graph = { nodes: [{ id: 'a', type: 'noop' }] };
+    expect((await api.put('/v1/workspaces/ws-b/workflows/tick', { token: TOKENS.adminB, body: graph })).status).toBe(201);
+    const definition = { workflow: 'tick', cron: YEARLY, timezone: 'UTC', input: {}, overlap: 'skip' as const, catchup: 'last' as const };
+    // Defined as they were before the bound: straight on their streams, with no place taken.
+    for (const name of ['old-1', 'old-2', 'old-3']) await streams.put('ws-b', name, definition, false, 'bob');
+    const putB = (name: string) =>
+      api.put(`/v1/workspaces/ws-b/schedules/${name}`, { token: TOKENS.adminB, body: { workflow: 'tick', cron: YEARLY } });
+
+    expect((await putB('new-1')).body).toMatchObject({ status: 409, code: 'limit_reached' });
+    expect(await app.store.readStream(scheduleRegisterStreamId('ws-b'))).toEqual([]);
+    expect((await api.request('DELETE', '/v1/workspaces/ws-b/schedules/old-1', { token: TOKENS.adminB })).status).toBe(204);
+    expect((await putB('new-1')).status).toBe(201);
+    expect((await putB('new-2')).status).toBe(409);
   });
 });

@@ -1,5 +1,6 @@
 import { Inject, Optional } from '@nestjs/common';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { SchedulesReadModel } from '../../../projections/schedules.read-model.js';
 import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
 import {
   APP_CONFIG,
@@ -8,6 +9,7 @@ import {
   type AppConfig,
 } from '../../config/config.js';
 import { NotFoundError, ValidationFailedError } from '../../core/errors.js';
+import { ReadConsistency } from '../../projector/read-consistency.js';
 import { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
 import { fireTimesCloserThan, INTERVAL_CHECK_FIRES } from '../domain/cron.js';
 import type { ScheduleDefinition } from '../domain/schedule.events.js';
@@ -48,6 +50,8 @@ export class PutScheduleHandler implements ICommandHandler<PutScheduleCommand> {
   constructor(
     private readonly schedules: ScheduleStreams,
     private readonly workflows: WorkflowQueries,
+    @Inject(SchedulesReadModel) private readonly readModel: SchedulesReadModel,
+    @Inject(ReadConsistency) private readonly consistency: ReadConsistency,
     @Optional() @Inject(APP_CONFIG) config?: ScheduleLimits,
   ) {
     this.limits = {
@@ -72,7 +76,10 @@ export class PutScheduleHandler implements ICommandHandler<PutScheduleCommand> {
       const message = `workflow ${definition.workflow} does not exist in workspace ${workspaceId}`;
       throw new ValidationFailedError(`invalid request body: body.workflow: ${message}`, [{ path: 'body.workflow', message }]);
     }
-    if (creating) await this.schedules.register(workspaceId, name, this.limits.maxSchedulesPerWorkspace, principal.subject);
+    if (creating) {
+      const existing = (await this.schedules.readRegister(workspaceId)).state.seeded ? null : await this.schedulesHeld(workspaceId);
+      await this.schedules.register(workspaceId, name, this.limits.maxSchedulesPerWorkspace, existing, principal.subject);
+    }
     const outcome = await this.put(workspaceId, name, definition, paused, principal.subject, creating);
     return {
       created: outcome.events[0]?.type === 'ScheduleDefined',
@@ -89,6 +96,21 @@ export class PutScheduleHandler implements ICommandHandler<PutScheduleCommand> {
         await this.schedules.unregister(workspaceId, name, actor).catch(() => undefined);
       }
       throw error;
+    }
+  }
+
+  /**
+   * The schedules a workspace held before it had a register (defined when no bound was kept): from
+   * the `schedules` read model, caught up with the log, so that they hold their places too.
+   */
+  private async schedulesHeld(workspaceId: string): Promise<string[]> {
+    await this.consistency.waitFor('schedules', { kind: 'latest' });
+    const names: string[] = [];
+    for (let after: string | null = null; ;) {
+      const { schedules } = await this.readModel.list({ workspaceId, after, limit: 1_000 });
+      names.push(...schedules.map((schedule) => schedule.name));
+      if (schedules.length < 1_000) return names;
+      after = schedules[schedules.length - 1].name;
     }
   }
 

@@ -46,14 +46,20 @@ export class ScheduleStreams {
     });
   }
 
+  /** The workspace's schedule register as last written. */
+  readRegister(workspaceId: string): Promise<FoldedStream<ScheduleRegisterState>> {
+    return this.registers.read(scheduleRegisterStreamId(workspaceId));
+  }
+
   /**
    * Takes a place in the workspace's register for `name` while fewer than `limit` are taken (a
    * name that holds one already takes nothing); ScheduleLimitReachedError when none is left.
+   * `existing` seeds a register that has no event yet.
    */
-  register(workspaceId: string, name: string, limit: number, actor: string): Promise<ScheduleRegisterOutcome> {
+  register(workspaceId: string, name: string, limit: number, existing: readonly string[] | null, actor: string) {
     return this.handleRegister(workspaceId, {
       type: 'RegisterSchedule',
-      data: { name, limit },
+      data: { name, limit, existing },
       metadata: { now: this.clock.now(), actor },
     });
   }

@@ -6,9 +6,9 @@ import type { ScheduleRegisterEvent } from './schedule-register.events.js';
 const AT = new Date('2030-01-01T00:00:00.000Z');
 const { given } = deciderSpecification(scheduleRegisterDecider);
 
-const register = (name: string, limit = 2): ScheduleRegisterCommand => ({
+const register = (name: string, limit = 2, existing: string[] | null = null): ScheduleRegisterCommand => ({
   type: 'RegisterSchedule',
-  data: { name, limit },
+  data: { name, limit, existing },
   metadata: { now: AT, actor: 'alice' },
 });
 const unregister = (name: string): ScheduleRegisterCommand => ({
@@ -19,6 +19,10 @@ const unregister = (name: string): ScheduleRegisterCommand => ({
 const registered = (name: string): ScheduleRegisterEvent => ({
   type: 'ScheduleRegistered',
   data: { name, by: 'alice', at: AT.toISOString() },
+});
+const seeded = (names: string[]): ScheduleRegisterEvent => ({
+  type: 'ScheduleRegisterSeeded',
+  data: { names, by: 'alice', at: AT.toISOString() },
 });
 const unregistered = (name: string): ScheduleRegisterEvent => ({
   type: 'ScheduleUnregistered',
@@ -50,6 +54,32 @@ describe('RegisterSchedule', () => {
   it('counts a place given back as free again', () => {
     given([registered('a'), registered('b'), unregistered('a')])
       .when(register('c'))
+      .then([registered('c')]);
+  });
+});
+
+describe('RegisterSchedule on a register without events', () => {
+  it('seeds it with the schedules the workspace held before, and counts them', () => {
+    given([])
+      .when(register('c', 3, ['b', 'a']))
+      .then([seeded(['a', 'b']), registered('c')]);
+  });
+
+  it('refuses beyond the limit counting them, and records no seed with the refusal', () => {
+    given([])
+      .when(register('c', 2, ['a', 'b']))
+      .thenThrows(ScheduleLimitReachedError);
+  });
+
+  it('records only the seed for a name it holds already', () => {
+    given([])
+      .when(register('a', 2, ['a']))
+      .then([seeded(['a'])]);
+  });
+
+  it('leaves out what existed once the register has events', () => {
+    given([seeded([])])
+      .when(register('c', 1, ['x']))
       .then([registered('c')]);
   });
 });

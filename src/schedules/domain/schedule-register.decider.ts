@@ -12,10 +12,14 @@ export class ScheduleLimitReachedError extends DomainError {
   }
 }
 
-/** Takes a place for a schedule about to be defined, while fewer than `limit` are taken. */
+/**
+ * Takes a place for a schedule about to be defined, while fewer than `limit` are taken. `existing`
+ * names the schedules the workspace already holds, for a register that has no event yet (it
+ * seeds it); null once the register exists.
+ */
 export type RegisterSchedule = {
   type: 'RegisterSchedule';
-  data: { name: string; limit: number };
+  data: { name: string; limit: number; existing: readonly string[] | null };
   metadata: CommandMetadata;
 };
 
@@ -26,19 +30,34 @@ export type ScheduleRegisterCommand = RegisterSchedule | UnregisterSchedule;
 
 /** The names that hold a place among the workspace's schedules. */
 export interface ScheduleRegisterState {
+  /** False until the register's first event: the schedules held before it are not known yet. */
+  seeded: boolean;
   names: ReadonlySet<string>;
 }
 
-const initialState = (): ScheduleRegisterState => ({ names: new Set() });
+const initialState = (): ScheduleRegisterState => ({ seeded: false, names: new Set() });
+
+function register(command: RegisterSchedule, state: ScheduleRegisterState): ScheduleRegisterEvent[] {
+  const { name, limit, existing } = command.data;
+  const by = command.metadata.actor;
+  const at = command.metadata.now.toISOString();
+  const seed: ScheduleRegisterEvent[] =
+    !state.seeded && existing !== null ? [{ type: 'ScheduleRegisterSeeded', data: { names: [...new Set(existing)].sort(), by, at } }] : [];
+  const current = seed.reduce(evolve, state);
+  if (current.names.has(name)) return seed;
+  if (current.names.size >= limit) {
+    // The seed is not recorded with a refusal: nothing is written beyond the bound.
+    throw new ScheduleLimitReachedError(limit);
+  }
+  return [...seed, { type: 'ScheduleRegistered', data: { name, by, at } }];
+}
 
 function decide(command: ScheduleRegisterCommand, state: ScheduleRegisterState): ScheduleRegisterEvent[] {
   const { name } = command.data;
   const change = { name, by: command.metadata.actor, at: command.metadata.now.toISOString() };
   switch (command.type) {
     case 'RegisterSchedule':
-      if (state.names.has(name)) return [];
-      if (state.names.size >= command.data.limit) throw new ScheduleLimitReachedError(command.data.limit);
-      return [{ type: 'ScheduleRegistered', data: change }];
+      return register(command, state);
     case 'UnregisterSchedule':
       return state.names.has(name) ? [{ type: 'ScheduleUnregistered', data: change }] : [];
     default: {
@@ -50,9 +69,18 @@ function decide(command: ScheduleRegisterCommand, state: ScheduleRegisterState):
 
 function evolve(state: ScheduleRegisterState, event: ScheduleRegisterEvent): ScheduleRegisterState {
   const names = new Set(state.names);
-  if (event.type === 'ScheduleRegistered') names.add(event.data.name);
-  else names.delete(event.data.name);
-  return { names };
+  switch (event.type) {
+    case 'ScheduleRegisterSeeded':
+      for (const name of event.data.names) names.add(name);
+      break;
+    case 'ScheduleRegistered':
+      names.add(event.data.name);
+      break;
+    case 'ScheduleUnregistered':
+      names.delete(event.data.name);
+      break;
+  }
+  return { seeded: true, names };
 }
 
 /**

@@ -13,6 +13,11 @@ const change = { by: z.string(), at: z.iso.datetime({ offset: true }) };
 export const scheduleRegisterEventSchemas = {
   /** The name holds one of the workspace's places for schedules, from before its definition is appended. */
   ScheduleRegistered: z.object({ name: z.string().regex(IDENTIFIER_PATTERN), ...change }),
+  /**
+   * The register's first event: the names of the schedules the workspace held before it had a
+   * register, each holding a place from now on.
+   */
+  ScheduleRegisterSeeded: z.object({ names: z.array(z.string().regex(IDENTIFIER_PATTERN)), ...change }),
   /** The name gave its place back (its schedule was deleted, or its definition never appended). */
   ScheduleUnregistered: z.object({ name: z.string().regex(IDENTIFIER_PATTERN), ...change }),
 } as const;
