@@ -27,7 +27,7 @@ import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WorkspacesModule } from '../workspaces/workspaces.module.js';
 import { OpenApiModule } from '../http/openapi/openapi.module.js';
-import { MetricsController } from '../observability/metrics.controller.js';
+import { MetricsController, TokenMetricsController } from '../observability/metrics.controller.js';
 import { CoreModule, type CoreDependencies } from './core.module.js';
 import { HealthController } from './health.controller.js';
 
@@ -96,7 +96,10 @@ export class AppModule {
         OpenApiModule,
       ],
       // GET /metrics here, unless FLOSTRA_METRICS_PORT gives it a listener of its own (main.ts).
-      controllers: deps.config.metricsPort === null ? [HealthController, MetricsController] : [HealthController],
+      controllers:
+        deps.config.metricsPort !== null
+          ? [HealthController]
+          : [HealthController, deps.config.metricsAuth === 'token' ? TokenMetricsController : MetricsController],
     };
   }
 }

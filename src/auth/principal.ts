@@ -14,8 +14,11 @@ export const WORKSPACE_GRANTS = [...WORKSPACE_ROLES, TASK_WORKER_ROLE] as const;
 /** What a token may hold in one workspace: a role of the ladder, or `task-worker`. */
 export type WorkspaceGrant = (typeof WORKSPACE_GRANTS)[number];
 
-/** Roles outside any workspace: `worker` runs attempts, `system-admin` uses admin endpoints. */
-export const GLOBAL_ROLES = ['worker', 'system-admin'] as const;
+/**
+ * Roles outside any workspace: `worker` runs attempts, `system-admin` uses admin endpoints,
+ * `metrics` reads `/metrics` on the API's port (a scraper's token, which may do nothing else).
+ */
+export const GLOBAL_ROLES = ['worker', 'system-admin', 'metrics'] as const;
 export type GlobalRole = (typeof GLOBAL_ROLES)[number];
 
 export { IDENTIFIER_PATTERN };

@@ -20,7 +20,7 @@ export const meSchema = z
     workspaces: z
       .array(z.strictObject({ workspaceId: z.string(), role: z.enum(WORKSPACE_GRANTS) }))
       .meta({ description: 'Every workspace the token has a role in, by id.' }),
-    global: z.array(z.enum(GLOBAL_ROLES)).meta({ description: 'Global roles (`worker`, `system-admin`).' }),
+    global: z.array(z.enum(GLOBAL_ROLES)).meta({ description: 'Global roles (`worker`, `system-admin`, `metrics`).' }),
     via: z.enum(['token', 'session']).meta({ description: 'How this request was authenticated.' }),
   })
   .meta({ id: 'Me' });

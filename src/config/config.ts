@@ -42,6 +42,14 @@ export const DEFAULT_SSE_MAX_STREAMS = 5_000;
 export const DEFAULT_HTTP_MAX_INFLIGHT_PER_TOKEN = 4;
 export const DEFAULT_HTTP_MAX_QUEUED_PER_TOKEN = 1_000;
 
+/** Schedules one workspace may hold, and the least time between two of a schedule's fire times. */
+export const DEFAULT_MAX_SCHEDULES_PER_WORKSPACE = 100;
+export const DEFAULT_SCHEDULE_MIN_INTERVAL_SECONDS = 60;
+
+/** FLOSTRA_METRICS_AUTH: who may read `/metrics` on the API's port (docs/operations.md, "Metrics"). */
+export const METRICS_AUTH_MODES = ['none', 'token'] as const;
+export type MetricsAuth = (typeof METRICS_AUTH_MODES)[number];
+
 /** Workspaces with metric series of their own (FLOSTRA_METRICS_MAX_WORKSPACES). */
 export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
 
@@ -251,6 +259,12 @@ const envSchema = z.object({
     return port >= 0 && port <= 65535 ? port : fail(ctx, 'expected an integer 0-65535');
   }),
   FLOSTRA_METRICS_MAX_WORKSPACES: integer(DEFAULT_METRICS_MAX_WORKSPACES, 0, 10_000),
+  FLOSTRA_METRICS_AUTH: optional.transform((raw, ctx): MetricsAuth => {
+    if (raw === undefined) return 'token';
+    return METRICS_AUTH_MODES.find((mode) => mode === raw) ?? fail(ctx, `expected one of ${METRICS_AUTH_MODES.join(', ')}`);
+  }),
+  FLOSTRA_MAX_SCHEDULES_PER_WORKSPACE: integer(DEFAULT_MAX_SCHEDULES_PER_WORKSPACE, 1, 1_000_000),
+  FLOSTRA_SCHEDULE_MIN_INTERVAL_SECONDS: integer(DEFAULT_SCHEDULE_MIN_INTERVAL_SECONDS, 1, 86_400, ' number of seconds'),
   FLOSTRA_RETENTION_DAYS: optional.transform((raw, ctx) => {
     if (raw === undefined || raw === '') return null;
     const days = /^\d{1,6}$/.test(raw) ? Number(raw) : NaN;
@@ -347,6 +361,12 @@ function toConfig(env: Env) {
     metricsPort: env.FLOSTRA_METRICS_PORT,
     /** Distinct workspaces with series of their own; later ones are counted as `_other`. */
     metricsMaxWorkspaces: env.FLOSTRA_METRICS_MAX_WORKSPACES,
+    /** `token`: GET /metrics on PORT needs a token with the global `metrics` or `system-admin` role; `none`: it is public. */
+    metricsAuth: env.FLOSTRA_METRICS_AUTH,
+    /** Schedules one workspace may hold; a new one beyond them is 409 `limit_reached`. */
+    maxSchedulesPerWorkspace: env.FLOSTRA_MAX_SCHEDULES_PER_WORKSPACE,
+    /** The least time between two fire times of a schedule; a cron whose fire times come closer is 400. */
+    scheduleMinIntervalSeconds: env.FLOSTRA_SCHEDULE_MIN_INTERVAL_SECONDS,
     /** Days after its end an execution is deleted from the event store and the read models; null: never. */
     retentionDays: env.FLOSTRA_RETENTION_DAYS,
     /** Spans are exported over OTLP/HTTP there; null: tracing is off (no SDK is loaded). */

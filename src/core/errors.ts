@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'request_timeout'
   | 'too_many_streams'
   | 'too_many_requests'
+  | 'limit_reached'
   | 'unavailable';
 
 export interface ValidationIssue {

@@ -182,8 +182,7 @@ function readBody(request: ShellRequest, decoder: Transform, encoding: string, o
 
 /** A JSON object or array (as Express's strict parser took them); an empty body reads as `{}`. */
 function parseJson(body: Buffer): unknown {
-  let text = body.toString('utf8');
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const text = utf8TextOf(body);
   if (text.length === 0) return {};
   const first = /^[ \t\r\n]*(.)/s.exec(text)?.[1];
   if (first !== '{' && first !== '[') throw malformedJson('a JSON object or array is expected');
@@ -191,6 +190,22 @@ function parseJson(body: Buffer): unknown {
     return JSON.parse(text) as unknown;
   } catch (error) {
     throw malformedJson(withoutQuotedInput(error instanceof Error ? error.message : String(error)));
+  }
+}
+
+/**
+ * The body as text, its BOM dropped. Bytes that are not UTF-8 are refused rather than replaced by
+ * U+FFFD: a replaced byte would be stored as a character the client never sent (promise 11).
+ */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+function utf8TextOf(body: Buffer): string {
+  try {
+    return strictUtf8.decode(body);
+  } catch {
+    throw new ValidationFailedError('malformed JSON body: the body is not valid UTF-8', [
+      { path: 'body', message: 'not valid UTF-8 text' },
+    ]);
   }
 }
 

@@ -69,7 +69,7 @@ describe.each<Stack>(['embedded', 'full'])('dispatches handed over in process, %
 
   /** How many dispatches the app has sent, on the bus or handed over (`flostra_dispatch_lag_seconds`). */
   const dispatchedCount = async (): Promise<number> => {
-    const line = String((await api.get('/metrics')).body)
+    const line = String((await api.get('/metrics', { token: TOKENS.metrics })).body)
       .split('\n')
       .find((l) => l.startsWith('flostra_dispatch_lag_seconds_count'));
     return line === undefined ? 0 : Number(line.split(' ').at(-1));

@@ -116,6 +116,15 @@ const CASES: BadRequestCase[] = [
     request: starting({ rawBody: 'input=1', headers: json('application/x-www-form-urlencoded') }),
     detail: /application\/x-www-form-urlencoded/,
   },
+  {
+    name: 'bytes that are not UTF-8 in a JSON body',
+    status: 400,
+    code: 'validation_failed',
+    // "café" with its é in Latin-1: one byte 0xE9 that UTF-8 does not allow where it stands.
+    request: starting({ rawBody: Buffer.from('{"input":{"note":"caf\xe9"}}', 'latin1'), headers: json('application/json') }),
+    detail: /not valid UTF-8/,
+    issue: { path: 'body', message: /not valid UTF-8/ },
+  },
   // Text and shapes the store cannot hold (each was a 500 at the append)
   {
     name: 'a NUL character in an input string',

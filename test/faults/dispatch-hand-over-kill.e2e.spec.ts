@@ -56,7 +56,7 @@ describe('a process SIGKILLed with a dispatch handed over in memory and not yet 
     (await api.get(`/v1/executions/${executionId}`, { token: TOKENS.viewerA })).body.status as string;
   /** How many dispatches the process has sent, on the bus or handed over (`flostra_dispatch_lag_seconds`). */
   const dispatchedCount = async (): Promise<number> => {
-    const scrape = String((await api.get('/metrics')).body);
+    const scrape = String((await api.get('/metrics', { token: TOKENS.metrics })).body);
     const line = scrape.split('\n').find((l) => l.startsWith('flostra_dispatch_lag_seconds_count'));
     return line === undefined ? 0 : Number(line.split(' ').at(-1));
   };

@@ -37,7 +37,7 @@ describe('GET /metrics on the full stack (Postgres, Kafka, every role in one pro
   });
 
   async function scrape(): Promise<{ text: string; series: Map<string, number> }> {
-    const response = await fetch(`${t.url}/metrics`);
+    const response = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${TOKENS.metrics}` } });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
     const text = await response.text();

@@ -16,7 +16,8 @@ describe('schedules over HTTP (embedded)', () => {
   const path = (name: string) => `/v1/workspaces/ws-a/schedules/${name}`;
 
   beforeAll(async () => {
-    app = await startTestApp('pglite');
+    // A schedule every second: below the default minimum interval, allowed here.
+    app = await startTestApp('pglite', { FLOSTRA_SCHEDULE_MIN_INTERVAL_SECONDS: '1' });
     api = client(app.url);
     await publish(api, 'tick');
   });

@@ -31,7 +31,7 @@ import { startTestApp, TOKENS } from '../support/test-app.js';
  * is a unique canary is used in an http node's url, headers and body against an upstream that
  * echoes it back in several encodings, on the happy path, on failure, on retry and on cancel.
  * Then every byte that left the process is searched for the canary and its base64, base64url,
- * URL-encoded and hex forms: every row of every table of the database (event store, read
+ * URL-encoded, HTML-escaped and hex forms: every row of every table of the database (event store, read
  * models, secret_values), every message of both Kafka topics and both dead-letter topics, the
  * logs at debug, every SSE message and every API response the test received. The upstream is
  * the only place it may be.

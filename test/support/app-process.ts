@@ -72,6 +72,7 @@ export function writeTestTokensFile(): string {
         { tokenSha256: sha256(TOKENS.operatorA), subject: 'oscar', workspaces: { 'ws-a': 'operator' } },
         { tokenSha256: sha256(TOKENS.viewerA), subject: 'victor', workspaces: { 'ws-a': 'viewer' } },
         { tokenSha256: sha256(TOKENS.worker), subject: 'worker', global: ['worker'] },
+        { tokenSha256: sha256(TOKENS.metrics), subject: 'prometheus', global: ['metrics'] },
       ],
     }),
   );

@@ -7,8 +7,8 @@ export interface HttpResult<T = any> {
 export interface RequestOptions {
   token?: string | null;
   body?: unknown;
-  /** Sent as is instead of JSON.stringify(body). */
-  rawBody?: string;
+  /** Sent as is instead of JSON.stringify(body): bytes too, for bodies that are not valid text. */
+  rawBody?: string | Uint8Array;
   headers?: Record<string, string>;
 }
 
@@ -22,7 +22,7 @@ export function client(baseUrl: string, clientOptions: ClientOptions = {}) {
   async function request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<HttpResult<T>> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers['authorization'] = `Bearer ${options.token}`;
-    let body: string | undefined;
+    let body: string | Uint8Array | undefined;
     if (options.rawBody !== undefined) body = options.rawBody;
     else if (options.body !== undefined) {
       body = JSON.stringify(options.body);

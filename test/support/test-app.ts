@@ -41,6 +41,7 @@ export const TOKENS = {
   adminB: 'token-admin-b',
   worker: 'token-worker',
   systemAdmin: 'token-system-admin',
+  metrics: 'token-metrics',
   taskWorkerA: 'token-task-worker-a',
   taskWorkerB: 'token-task-worker-b',
 } as const;
@@ -54,6 +55,7 @@ export const TOKEN_ENTRIES: readonly TokenEntry[] = [
   { token: TOKENS.adminB, subject: 'bob', workspaces: { 'ws-b': 'admin' }, global: [] },
   { token: TOKENS.worker, subject: 'worker', workspaces: {}, global: ['worker'] },
   { token: TOKENS.systemAdmin, subject: 'root', workspaces: {}, global: ['system-admin'] },
+  { token: TOKENS.metrics, subject: 'prometheus', workspaces: {}, global: ['metrics'] },
   { token: TOKENS.taskWorkerA, subject: 'billing-service', workspaces: { 'ws-a': 'task-worker' }, global: [] },
   { token: TOKENS.taskWorkerB, subject: 'billing-service-b', workspaces: { 'ws-b': 'task-worker' }, global: [] },
 ];

@@ -24,12 +24,13 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   request_timeout: 'the request body did not arrive within FLOSTRA_HTTP_BODY_TIMEOUT_MS (`timeoutMs`); the connection is closed.',
   payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`), as declared by Content-Length or as read.',
   output_too_large: 'a task’s output or progress is larger than a node’s output may be (`limitBytes`); nothing was recorded.',
-  unsupported_media_type: 'a body that is not JSON in UTF-8.',
+  unsupported_media_type: 'a body that is not JSON, or says a charset other than UTF-8.',
   too_many_streams:
     'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',
   too_many_requests:
     'this token already has FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN requests being handled and FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN waiting (`inFlight`, `queued`); retry after `Retry-After` seconds.',
   unavailable: 'a dependency is down or a read model is behind; nothing was written, retry.',
+  limit_reached: 'the workspace holds as many of this resource as it may (`resource`, `limit`); nothing was written, remove one first.',
 };
 
 /** Parameters that mean the same on every route, by name. */

@@ -138,6 +138,7 @@ export const ERROR_ORDER = [
   'secret_not_found',
   'concurrency_conflict',
   'position_ahead',
+  'limit_reached',
   'resume_expired',
   'payload_too_large',
   'output_too_large',

@@ -3,12 +3,19 @@ import { CLOCK, type Clock } from '../../core/clock.port.js';
 import { EVENT_STORE, type EventStore } from '../../core/event-store.port.js';
 import { FoldedStreams, type FoldedOutcome, type FoldedStream } from '../../core/folded-streams.js';
 import { ID_GENERATOR, type IdGenerator, uuidV5 } from '../../core/ids.js';
+import { scheduleRegisterDecider, type ScheduleRegisterCommand, type ScheduleRegisterState } from '../domain/schedule-register.decider.js';
+import {
+  parseScheduleRegisterEvent,
+  SCHEDULE_REGISTER_SCHEMA_VERSION,
+  type ScheduleRegisterEvent,
+} from '../domain/schedule-register.events.js';
 import { scheduleDecider, type ScheduleCommand, type ScheduleState, type TriggerSchedule } from '../domain/schedule.decider.js';
 import { parseScheduleEvent, SCHEDULE_SCHEMA_VERSION, type ScheduleDefinition, type ScheduleEvent } from '../domain/schedule.events.js';
-import { scheduleStreamId } from '../domain/schedule-identity.js';
+import { scheduleRegisterStreamId, scheduleStreamId } from '../domain/schedule-identity.js';
 
 export type ScheduleStream = FoldedStream<ScheduleState>;
 export type ScheduleOutcome = FoldedOutcome<ScheduleEvent, ScheduleState>;
+export type ScheduleRegisterOutcome = FoldedOutcome<ScheduleRegisterEvent, ScheduleRegisterState>;
 
 /** Who decides fire times: the scheduler role. */
 export const SCHEDULER_ACTOR = 'system:scheduler';
@@ -23,6 +30,7 @@ export const SCHEDULER_ACTOR = 'system:scheduler';
 @Injectable()
 export class ScheduleStreams {
   private readonly streams: FoldedStreams<ScheduleCommand, ScheduleEvent, ScheduleState>;
+  private readonly registers: FoldedStreams<ScheduleRegisterCommand, ScheduleRegisterEvent, ScheduleRegisterState>;
 
   constructor(
     @Inject(EVENT_STORE) store: EventStore,
@@ -30,6 +38,35 @@ export class ScheduleStreams {
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
   ) {
     this.streams = new FoldedStreams({ store, decider: scheduleDecider, parseEvent: parseScheduleEvent, capacity: 10_000 });
+    this.registers = new FoldedStreams({
+      store,
+      decider: scheduleRegisterDecider,
+      parseEvent: parseScheduleRegisterEvent,
+      capacity: 10_000,
+    });
+  }
+
+  /** The workspace's schedule register as last written. */
+  readRegister(workspaceId: string): Promise<FoldedStream<ScheduleRegisterState>> {
+    return this.registers.read(scheduleRegisterStreamId(workspaceId));
+  }
+
+  /**
+   * Takes a place in the workspace's register for `name` while fewer than `limit` are taken (a
+   * name that holds one already takes nothing); ScheduleLimitReachedError when none is left.
+   * `existing` seeds a register that has no event yet.
+   */
+  register(workspaceId: string, name: string, limit: number, existing: readonly string[] | null, actor: string) {
+    return this.handleRegister(workspaceId, {
+      type: 'RegisterSchedule',
+      data: { name, limit, existing },
+      metadata: { now: this.clock.now(), actor },
+    });
+  }
+
+  /** Gives back the place `name` holds in the workspace's register, if it holds one. */
+  unregister(workspaceId: string, name: string, actor: string): Promise<ScheduleRegisterOutcome> {
+    return this.handleRegister(workspaceId, { type: 'UnregisterSchedule', data: { name }, metadata: { now: this.clock.now(), actor } });
   }
 
   read(workspaceId: string, name: string): Promise<ScheduleStream> {
@@ -61,6 +98,15 @@ export class ScheduleStreams {
       type: 'FailFire',
       data: { ...fire, error },
       metadata: { now: this.clock.now(), actor: SCHEDULER_ACTOR },
+    });
+  }
+
+  private handleRegister(workspaceId: string, command: ScheduleRegisterCommand): Promise<ScheduleRegisterOutcome> {
+    const actor = command.metadata.actor;
+    return this.registers.handle(scheduleRegisterStreamId(workspaceId), command, {
+      // Random ids suffice: a retried append finds the name registered (or not) and decides nothing.
+      eventId: () => this.ids.uuid(),
+      metadata: { schemaVersion: SCHEDULE_REGISTER_SCHEMA_VERSION, actor, workspaceId },
     });
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { cronProblem, dueFireTimes, fireTimesAfter, isTimeZone } from './cron.js';
+import { cronProblem, dueFireTimes, fireTimesAfter, fireTimesCloserThan, INTERVAL_CHECK_FIRES, isTimeZone } from './cron.js';
 
 const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
 const berlin = (cron: string) => ({ cron, timezone: 'Europe/Berlin' });
@@ -92,5 +92,32 @@ describe('validation', () => {
     expect(isTimeZone('Mars/Olympus')).toBe(false);
     expect(isTimeZone('+01:00')).toBe(false);
     expect(isTimeZone('')).toBe(false);
+  });
+});
+
+describe('fire times closer than a minimum interval', () => {
+  const after = new Date('2030-01-01T00:00:00Z');
+  const utc = (cron: string) => ({ cron, timezone: 'UTC' });
+
+  it('finds every second and every 30 s as closer than a minute, at the first two fire times', () => {
+    expect(fireTimesCloserThan(utc('* * * * * *'), after, 60_000, INTERVAL_CHECK_FIRES)).toEqual({
+      first: new Date('2030-01-01T00:00:01Z'),
+      second: new Date('2030-01-01T00:00:02Z'),
+    });
+    expect(fireTimesCloserThan(utc('*/30 * * * * *'), after, 60_000, INTERVAL_CHECK_FIRES)?.first).toEqual(
+      new Date('2030-01-01T00:00:30Z'),
+    );
+  });
+
+  it('finds a close pair that a list of minutes makes once an hour', () => {
+    expect(fireTimesCloserThan(utc('0,59 * * * *'), after, 5 * 60_000, INTERVAL_CHECK_FIRES)).toEqual({
+      first: new Date('2030-01-01T00:59:00Z'),
+      second: new Date('2030-01-01T01:00:00Z'),
+    });
+  });
+
+  it('lets every minute, a fixed second of each minute, and a daily time pass a minute', () => {
+    for (const cron of ['* * * * *', '30 * * * * *', '15 3 * * *'])
+      expect(fireTimesCloserThan(utc(cron), after, 60_000, INTERVAL_CHECK_FIRES)).toBeNull();
   });
 });

@@ -58,6 +58,36 @@ export function fireTimesAfter(spec: CronSpec, after: Date, count: number): Date
   return compile(spec).nextRuns(count, after);
 }
 
+/**
+ * How many fire times after now a schedule's minimum interval is checked over: croner computes
+ * one in a zone in about 0.2 ms, so the check costs a PUT some 20 ms at most.
+ */
+export const INTERVAL_CHECK_FIRES = 100;
+
+/** Two consecutive fire times closer than a minimum interval. */
+export interface CloseFireTimes {
+  first: Date;
+  second: Date;
+}
+
+/**
+ * The first two consecutive fire times among the next `count` after `after` that are less than
+ * `minIntervalMs` apart, or null. A cron's gaps repeat with its coarsest field, so its closest
+ * pair shows within the first fire times (a daylight-saving change beyond them may bring two
+ * closer, by the hour it moves).
+ */
+export function fireTimesCloserThan(spec: CronSpec, after: Date, minIntervalMs: number, count: number): CloseFireTimes | null {
+  const cron = compile(spec);
+  let previous = cron.nextRun(after);
+  for (let seen = 1; previous !== null && seen < count; seen++) {
+    const next = cron.nextRun(previous);
+    if (next === null) return null;
+    if (next.getTime() - previous.getTime() < minIntervalMs) return { first: previous, second: next };
+    previous = next;
+  }
+  return null;
+}
+
 /** The first fire time strictly after `after`; null when there is none. */
 export function nextFireTime(spec: CronSpec, after: Date): Date | null {
   return compile(spec).nextRun(after);

@@ -8,3 +8,11 @@ export function scheduleStreamId(workspaceId: string, name: string): string {
 }
 
 export const SCHEDULE_STREAM_PREFIX = 'schedule-';
+
+/**
+ * `schedules-<workspaceId>`: the workspace's schedule register, the names that hold one of its
+ * places for schedules. Not under `schedule-`: the scheduler and the projection follow that prefix.
+ */
+export function scheduleRegisterStreamId(workspaceId: string): string {
+  return `schedules-${workspaceId}`;
+}

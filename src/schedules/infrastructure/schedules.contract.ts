@@ -15,7 +15,9 @@ export const putScheduleContract = defineRoute({
   description:
     'Starts the workflow at every fire time of `cron` in `timezone`, one execution per fire time however many schedulers run, ' +
     'each carrying `scheduledBy`. The body is the whole schedule; the same body again changes nothing. Changes apply at the scheduler’s next tick. ' +
-    'An invalid cron expression, an unknown time zone or workflow, or a bad policy is 400 `validation_failed`.',
+    'An invalid cron expression, one whose fire times can come closer than FLOSTRA_SCHEDULE_MIN_INTERVAL_SECONDS, ' +
+    'an unknown time zone or workflow, or a bad policy is 400 `validation_failed`. ' +
+    'A new schedule in a workspace that holds FLOSTRA_MAX_SCHEDULES_PER_WORKSPACE is 409 `limit_reached`.',
   tags: TAGS,
   access: workspaceRole('editor', 'path'),
   params,
@@ -24,7 +26,7 @@ export const putScheduleContract = defineRoute({
     201: json('The schedule was created.', scheduleViewSchema),
     200: json('The schedule was updated, or was already so.', scheduleViewSchema),
   },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'concurrency_conflict', 'unavailable'],
+  errors: ['validation_failed', 'forbidden', 'not_found', 'concurrency_conflict', 'limit_reached', 'unavailable'],
 });
 
 export const getScheduleContract = defineRoute({

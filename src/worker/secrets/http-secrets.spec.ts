@@ -28,6 +28,15 @@ describe('putting secret values into an http call', () => {
     });
   });
 
+  it("escapes !'()* in the url too, so that the URL parser sends the value as it was encoded", () => {
+    const call = substituteHttpSecrets(
+      { method: 'GET', url: 'https://api.example.com/x?key={{secret:ODD}}', timeoutMs: 1000 },
+      new Map([['ODD', "it's (ok)!*"]]),
+    );
+    expect(call.url).toBe('https://api.example.com/x?key=it%27s%20%28ok%29%21%2A');
+    expect(new URL(call.url).href).toBe(call.url);
+  });
+
   it('marks neither headers nor body when only the url references a secret', () => {
     const call = substituteHttpSecrets(
       { method: 'GET', url: 'https://api.example.com/?key={{secret:KEY}}', headers: { A: 'b' }, body: { a: 'b' }, timeoutMs: 1000 },

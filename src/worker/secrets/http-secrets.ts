@@ -14,6 +14,15 @@ export interface HttpCallWithSecrets {
 }
 
 /**
+ * A value as one URL component, in RFC 3986's strict form: `encodeURIComponent` with `!'()*`
+ * escaped as well. The URL parser escapes `'` in a query of its own accord; a form it leaves as
+ * it is reaches the server, and its echo, exactly as the redactor expects it.
+ */
+export function encodeUrlComponent(value: string): string {
+  return encodeURIComponent(value).replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/**
  * Puts the values in: percent-encoded in the url (a value is one URL component), as they are in
  * header values and body strings. A value that cannot stand in a header (CR, LF, NUL) fails the
  * node without retry; the message names the header and the secret, never the value.
@@ -24,7 +33,7 @@ export function substituteHttpSecrets(config: HttpConfig, values: ReadonlyMap<st
     if (value === undefined) throw new NodeError('secret_not_found', `the secret ${name} was not resolved`, false);
     return value;
   };
-  const url = substituteSecretReferences(config.url, (name) => encodeURIComponent(valueOf(name)));
+  const url = substituteSecretReferences(config.url, (name) => encodeUrlComponent(valueOf(name)));
   const headers: Record<string, string> = {};
   const secretHeaders: string[] = [];
   for (const [header, configured] of Object.entries(config.headers ?? {})) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../core/logger.js';
+import { encodeUrlComponent } from './http-secrets.js';
 import { redactableForms, redactingLogger, SecretRedactor } from './secret-redactor.js';
 
 const CANARY = 'c4n4ry-0123456789abcdef';
@@ -50,6 +51,41 @@ describe('the secret redactor', () => {
     const left = redacted.replace('[redacted:TOKEN]', '');
     for (let at = 0; at + 8 <= CANARY.length; at++)
       expect(Buffer.from(left, 'base64').toString('latin1')).not.toContain(CANARY.slice(at, at + 8));
+  });
+
+  it.each([0, 1, 2])('finds a 7-byte value inside a longer base64 text, %i bytes into a 3-byte group', (offset) => {
+    const short = redactorOf({ PASS: 'hunter2' });
+    const body = Buffer.from(`${'x'.repeat(offset)}user:hunter2 and more text`).toString('base64');
+    expect(short.text(body)).toContain('[redacted:PASS]');
+  });
+
+  it('replaces the value URL-encoded as encodeURI leaves it, with / ? & = kept', () => {
+    const path = redactorOf({ T: `${CANARY}/a?b&c=d e` });
+    expect(path.text(`https://example.test/${encodeURI(`${CANARY}/a?b&c=d e`)}`)).toBe('https://example.test/[redacted:T]');
+  });
+
+  it("replaces the value form-encoded, and in a url as the worker puts it, where ! ' ( ) are escaped too", () => {
+    const value = "p!ss'(w)~rd* x";
+    const form = redactorOf({ T: value });
+    expect(form.text(`a=${new URLSearchParams({ v: value }).toString().slice(2)}&b=1`)).toBe('a=[redacted:T]&b=1');
+    expect(form.text(new URL(`https://example.test/?a=${encodeUrlComponent(value)}`).search)).toBe('?a=[redacted:T]');
+  });
+
+  it.each([
+    ['quotes as named entities', 'p&lt;a&gt;ss&amp;&quot;w&#39;rd'],
+    ['quotes as decimal entities', 'p&lt;a&gt;ss&amp;&#34;w&#39;rd'],
+    ['quotes as hex entities', 'p&lt;a&gt;ss&amp;&#x22;w&#x27;rd'],
+    ['quotes left as they are', 'p&lt;a&gt;ss&amp;"w\'rd'],
+  ])('replaces the HTML-escaped value, %s', (_variant, escaped) => {
+    const html = redactorOf({ T: `p<a>ss&"w'rd` });
+    expect(html.text(`<p>${escaped}</p>`)).toBe('<p>[redacted:T]</p>');
+  });
+
+  it('replaces the value in hex, either case, and JSON-escaped with \\u escapes', () => {
+    const accented = redactorOf({ T: 'pässwörd' });
+    const hex = Buffer.from('pässwörd').toString('hex');
+    expect(accented.text(`${hex} ${hex.toUpperCase()}`)).toBe('[redacted:T] [redacted:T]');
+    expect(accented.text('{"v":"p\\u00e4ssw\\u00f6rd"}')).toBe('{"v":"[redacted:T]"}');
   });
 
   it('redacts every string and key of a JSON value, leaving the rest as it is', () => {

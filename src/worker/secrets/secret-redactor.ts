@@ -1,4 +1,5 @@
 import type { LogFields, Logger, LogLevel } from '../../core/logger.js';
+import { encodeUrlComponent } from './http-secrets.js';
 
 /** Values shorter than this are redacted as written only: their encodings would match ordinary text. */
 export const MIN_ENCODED_LENGTH = 4;
@@ -7,11 +8,14 @@ const MIN_FRAGMENT_LENGTH = 8;
 
 /**
  * The forms a value may take on its way back from a server or through a node: as written, and
- * for values of 4 characters or more its base64 (with and without padding), base64url, URL
- * encoding (upper- and lower-case hex, and `+` for spaces), and JSON string escaping. Base64 is
- * also matched inside a longer base64 text (an echoed body encoded whole), whatever the value's
- * offset in it: the part of the encoding that only the value's bytes decide is matched, from
- * 8 characters on.
+ * for values of 4 characters or more its base64 (with and without padding), base64url, hex (both
+ * cases), URL encoding (`encodeURIComponent`, also with `!'()*` escaped as the worker puts values
+ * in urls, `encodeURI`, which keeps `/`, `?`, `&` and `=`, and form encoding, each with upper- and
+ * lower-case hex, and `+` for spaces), JSON string escaping
+ * (as written, and with non-ASCII characters as `\u` escapes) and HTML escaping (the entities
+ * of `&`, `<`, `>` and the usual ones of both quotes). Base64 is also matched inside a longer base64
+ * text (an echoed body encoded whole), at each of the three byte offsets the value may start at:
+ * the characters that only the value's bytes decide are matched, from 8 characters on.
  */
 export function redactableForms(value: string): string[] {
   const forms = new Set<string>([value]);
@@ -19,22 +23,55 @@ export function redactableForms(value: string): string[] {
     const bytes = Buffer.from(value, 'utf8');
     const base64 = bytes.toString('base64');
     forms.add(base64).add(base64.replace(/=+$/, '')).add(bytes.toString('base64url'));
-    for (let skip = 0; skip < 3; skip++) {
-      const whole = Math.floor((bytes.length - skip) / 3) * 3;
-      if (whole <= 0) continue;
-      const fragment = bytes.subarray(skip, skip + whole);
-      for (const encoded of [fragment.toString('base64'), fragment.toString('base64url')]) {
-        if (encoded.length >= MIN_FRAGMENT_LENGTH) forms.add(encoded);
-      }
+    for (const fragment of base64Fragments(bytes)) forms.add(fragment);
+    forms.add(bytes.toString('hex')).add(bytes.toString('hex').toUpperCase());
+    const component = encodeURIComponent(value);
+    const formEncoded = new URLSearchParams([['', value]]).toString().slice(1);
+    for (const encoded of [component, encodeUrlComponent(value), encodeURI(value), formEncoded]) {
+      forms.add(encoded).add(encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()));
     }
-    const encoded = encodeURIComponent(value);
-    forms
-      .add(encoded)
-      .add(encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()))
-      .add(encoded.replaceAll('%20', '+'));
-    forms.add(JSON.stringify(value).slice(1, -1));
+    forms.add(component.replaceAll('%20', '+'));
+    const json = JSON.stringify(value).slice(1, -1);
+    forms.add(json).add(json.replace(/[\u0080-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`));
+    for (const escaped of htmlEscapes(value)) forms.add(escaped);
   }
   return [...forms].filter((form) => form !== '');
+}
+
+/**
+ * The value's base64 inside a longer base64 text, for each byte offset (0, 1, 2) within a
+ * 3-byte group it may start at, in base64 and base64url: the characters whose bits all come
+ * from the value. They are found by encoding the value between zero bytes and between 0xFF
+ * bytes: a character that takes any bit from around the value differs between the two.
+ */
+function base64Fragments(bytes: Buffer): string[] {
+  const fragments: string[] = [];
+  for (let offset = 0; offset < 3; offset++) {
+    const after = (3 - ((offset + bytes.length) % 3)) % 3;
+    const framed = (fill: number) => Buffer.concat([Buffer.alloc(offset, fill), bytes, Buffer.alloc(after, fill)]).toString('base64');
+    const zeros = framed(0x00);
+    const ones = framed(0xff);
+    let first = 0;
+    while (first < zeros.length && zeros[first] !== ones[first]) first++;
+    let last = zeros.length - 1;
+    while (last >= first && zeros[last] !== ones[last]) last--;
+    const fragment = zeros.slice(first, last + 1);
+    if (fragment.length >= MIN_FRAGMENT_LENGTH) fragments.push(fragment, fragment.replaceAll('+', '-').replaceAll('/', '_'));
+  }
+  return fragments;
+}
+
+const HTML_QUOTES = ['&quot;', '&#34;', '&#x22;'];
+const HTML_APOSTROPHES = ['&#39;', '&#x27;', '&apos;'];
+
+/** The value HTML-escaped as template engines and escaping libraries write it: `&<>` always, quotes each usual way, or not at all. */
+function htmlEscapes(value: string): string[] {
+  const text = value.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+  const escaped = [text];
+  for (const quote of HTML_QUOTES) {
+    for (const apostrophe of HTML_APOSTROPHES) escaped.push(text.replaceAll('"', quote).replaceAll("'", apostrophe));
+  }
+  return escaped;
 }
 
 /**

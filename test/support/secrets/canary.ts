@@ -5,6 +5,7 @@ import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
 import type { SqlQueryable } from '../../../src/postgres/sql-client.port.js';
+import { encodeUrlComponent } from '../../../src/worker/secrets/http-secrets.js';
 import { eventually } from '../eventually.js';
 import type { ApiClient } from '../http-client.js';
 import { startLoopbackServer, type LoopbackServer, type ReceivedRequest } from '../worker/egress/loopback-server.js';
@@ -15,19 +16,40 @@ import { startLoopbackServer, type LoopbackServer, type ReceivedRequest } from '
  * and a search of every byte that left the process for the canary.
  */
 
-/** 32 random hex characters: found nowhere unless something leaked it. */
+/**
+ * 32 random hex characters around characters that URL and HTML encodings write differently
+ * (`/`, `&`, `<`, `>`, `'`, `!`): found nowhere unless something leaked it.
+ */
 export function newCanary(): string {
-  return randomBytes(16).toString('hex');
+  return `${randomBytes(8).toString('hex')}/&<>'!${randomBytes(8).toString('hex')}`;
 }
+
+/** The canary HTML-escaped, its apostrophe as decimal or hex entity. */
+const htmlEscaped = (text: string): string[] =>
+  ['&#39;', '&#x27;'].map((apostrophe) =>
+    text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll("'", apostrophe),
+  );
 
 /**
  * What the search looks for: the canary as written, in base64 (whole, unpadded, base64url, and
- * the parts of it that stand inside a longer base64 text at any offset), URL-encoded, and in
- * hex (how a bytea column prints).
+ * the parts of it that stand inside a longer base64 text at any offset), URL-encoded (as a
+ * component, also as the worker puts it in a url, by `encodeURI`, and form-encoded), HTML-escaped, and in hex (how a bytea column
+ * prints, and upper-case).
  */
 export function canaryForms(canary: string): string[] {
   const bytes = Buffer.from(canary, 'utf8');
-  const forms = new Set([canary, bytes.toString('base64'), bytes.toString('base64url'), encodeURIComponent(canary), bytes.toString('hex')]);
+  const forms = new Set([
+    canary,
+    bytes.toString('base64'),
+    bytes.toString('base64url'),
+    encodeURIComponent(canary),
+    encodeUrlComponent(canary),
+    encodeURI(canary),
+    new URLSearchParams({ v: canary }).toString().slice(2),
+    ...htmlEscaped(canary),
+    bytes.toString('hex'),
+    bytes.toString('hex').toUpperCase(),
+  ]);
   for (let skip = 0; skip < 3; skip++) {
     const whole = Math.floor((bytes.length - skip) / 3) * 3;
     const fragment = bytes.subarray(skip, skip + whole);
@@ -68,7 +90,8 @@ export class Evidence {
 }
 
 /**
- * An upstream on 127.0.0.1 that echoes what it receives, in several encodings: `/ok` answers 200,
+ * An upstream on 127.0.0.1 that echoes what it receives, in several encodings (base64 at each
+ * byte offset, URL-encoded two ways, HTML-escaped, hex): `/ok` answers 200,
  * `/fail` 500, `/hold` answers only when released (a call to cancel).
  */
 export class EchoServer {
@@ -98,7 +121,11 @@ export class EchoServer {
           body: request.body,
           bodyBase64: Buffer.from(request.body).toString('base64'),
           authorizationUrlEncoded: encodeURIComponent(authorization),
-          authorizationBase64: Buffer.from(authorization).toString('base64'),
+          authorizationUriEncoded: encodeURI(authorization),
+          authorizationHtml: htmlEscaped(authorization)[0],
+          authorizationHex: Buffer.from(authorization).toString('hex'),
+          // "Bearer " is 7 bytes: behind 0, 1 and 2 more, the canary starts at each offset of a 3-byte group.
+          authorizationBase64: ['', 'x', 'xx'].map((before) => Buffer.from(before + authorization).toString('base64')),
         }),
       );
     };
@@ -334,7 +361,7 @@ export async function runCanaryWorkflows(
   expect(calls.length).toBeGreaterThanOrEqual(1 + 1 + 4 + 1);
   for (const request of calls) {
     expect(request.headers['authorization']).toBe(`Bearer ${canary}`);
-    expect(request.path).toContain(`key=${canary}`);
+    expect(request.path).toContain(`key=${encodeUrlComponent(canary)}`);
     expect(request.body).toContain(canary);
   }
 
