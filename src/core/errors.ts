@@ -22,6 +22,8 @@ export type ErrorCode =
   | 'resume_expired'
   | 'request_timeout'
   | 'too_many_streams'
+  | 'too_many_sessions'
+  | 'too_many_sign_ins'
   | 'unavailable';
 
 export interface ValidationIssue {

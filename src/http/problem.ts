@@ -37,6 +37,8 @@ const STATUS: Record<ProblemCode, number> = {
   output_too_large: 413,
   unsupported_media_type: 415,
   too_many_streams: 429,
+  too_many_sessions: 429,
+  too_many_sign_ins: 429,
   unavailable: 503,
   internal: 500,
 };
@@ -61,6 +63,8 @@ const TITLE: Record<ProblemCode, string> = {
   output_too_large: 'Output too large',
   unsupported_media_type: 'Unsupported media type',
   too_many_streams: 'Too many open streams',
+  too_many_sessions: 'Too many browser sessions',
+  too_many_sign_ins: 'Too many sign-ins',
   unavailable: 'Service unavailable',
   internal: 'Internal server error',
 };

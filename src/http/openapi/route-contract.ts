@@ -127,6 +127,8 @@ export const ERROR_ORDER = [
   'output_too_large',
   'unsupported_media_type',
   'too_many_streams',
+  'too_many_sessions',
+  'too_many_sign_ins',
   'unavailable',
 ] as const satisfies readonly ErrorCode[];
 
