@@ -1,5 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { CLOCK, type Clock } from '../core/clock.port.js';
 import { AuthGuard } from './auth.guard.js';
 import { SESSION_STORE, SessionStore } from './session-store.js';
 import { TOKEN_REGISTRY, type TokenRegistry } from './token-registry.js';
@@ -17,7 +19,20 @@ export class AuthModule {
       module: AuthModule,
       providers: [
         { provide: TOKEN_REGISTRY, useValue: registry },
-        { provide: SESSION_STORE, useFactory: () => new SessionStore(registry) },
+        {
+          provide: SESSION_STORE,
+          // An app without CoreModule (the HTTP shell's tests) gets the defaults and the system clock.
+          useFactory: (config?: AppConfig, clock?: Clock) =>
+            new SessionStore(
+              registry,
+              clock,
+              config === undefined ? {} : { maxSessions: config.sessionsMax, maxSessionsPerSubject: config.sessionsPerSubject },
+            ),
+          inject: [
+            { token: APP_CONFIG, optional: true },
+            { token: CLOCK, optional: true },
+          ],
+        },
         { provide: APP_GUARD, useClass: AuthGuard },
       ],
       exports: [TOKEN_REGISTRY, SESSION_STORE],

@@ -29,15 +29,18 @@ export const signInContract = defineRoute({
   operationId: 'signIn',
   summary: 'Sign a browser in with a token',
   description:
-    'Answers 204 with an HttpOnly, SameSite=Strict cookie `flostra_session` (Path=/, Secure over https or behind a proxy that sends ' +
-    '`X-Forwarded-Proto: https`) that authenticates the following requests as the token does, until sign-out, 12 hours, or the ' +
-    'token’s removal from the tokens file. Writes made with the cookie need `X-Flostra-CSRF` (GET /v1/sessions/csrf). ' +
+    'Answers 204 with the cookie `__Host-flostra_session` (HttpOnly, SameSite=Strict, Secure, Path=/; browsers take it over https ' +
+    'and from loopback) that authenticates the following requests as the token does, until sign-out, 12 hours, or the token’s ' +
+    'removal from the tokens file. Each sign-in makes a new session and ends the one of the cookie it came with. Writes made with ' +
+    'the cookie need `X-Flostra-CSRF` (GET /v1/sessions/csrf) and, when they send `Origin`, this server’s own; so does a sign-in. ' +
+    'Sign-ins are limited per client address and per token (429 `too_many_sign_ins`); a subject’s sessions are bounded, its ' +
+    'oldest ending first, and a process that holds its most refuses new ones (429 `too_many_sessions`). ' +
     'Sessions live in the memory of the api process that signed in.',
   tags: TAGS,
   access: PUBLIC,
   body: signInBodySchema,
   responses: { 204: empty('Signed in: the session cookie is set.') },
-  errors: ['unauthenticated'],
+  errors: ['unauthenticated', 'csrf_required', 'too_many_sessions', 'too_many_sign_ins'],
 });
 
 export const sessionCsrfContract = defineRoute({
@@ -53,7 +56,8 @@ export const sessionCsrfContract = defineRoute({
 export const signOutContract = defineRoute({
   operationId: 'signOut',
   summary: 'Sign this browser session out',
-  description: 'Ends the session and clears its cookie. A write like any other: it needs `X-Flostra-CSRF`.',
+  description:
+    'Ends the session and clears its cookie. A write like any other: it needs `X-Flostra-CSRF` (and this server’s `Origin`, if any).',
   tags: TAGS,
   access: AUTHENTICATED,
   responses: { 204: empty('Signed out: the cookie is cleared.') },

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../../test/support/eventually.js';
@@ -37,6 +37,25 @@ async function replace(path: string, text: string): Promise<void> {
   const aside = `${path}.${Math.random().toString(36).slice(2)}.tmp`;
   await writeFile(aside, text);
   await rename(aside, path);
+}
+
+/** Writes `path` over and over until stopped: a busy log beside the file, or a tool that keeps touching it. */
+function keepWriting(path: string, write: (path: string) => Promise<void>): { writes: () => number; stop: () => Promise<void> } {
+  let writes = 0;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      await write(path);
+      writes++;
+    }
+  })();
+  return {
+    writes: () => writes,
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
 }
 
 beforeEach(async () => {
@@ -126,5 +145,36 @@ describe('the watched tokens file', () => {
     await writeFile(path, grants('alice'));
     await eventually(() => registry.authenticate(BOB) === null, 'bob to be revoked');
     expect(records.filter((r) => r.level === 'error')).toHaveLength(1);
+  });
+
+  it('applies a removal while a file beside it is written all the time', async () => {
+    const path = join(dir, 'tokens.json');
+    await writeFile(path, grants('alice', 'bob'));
+    const { registry } = await watched(path);
+    const log = keepWriting(join(dir, 'app.log'), (file) => appendFile(file, 'a line of a busy log\n'));
+    try {
+      await eventually(() => log.writes() > 100, 'the log to be busy');
+      await writeFile(path, grants('alice'));
+      const before = log.writes();
+      // Bounded only as a failing test: the read must not wait for the directory to fall quiet.
+      await eventually(() => registry.authenticate(BOB) === null, { what: 'bob to be revoked', timeoutMs: 10_000 });
+      expect(log.writes()).toBeGreaterThan(before);
+      expect(registry.authenticate(ALICE)).not.toBeNull();
+    } finally {
+      await log.stop();
+    }
+  });
+
+  it('applies a removal while the tokens file itself keeps being rewritten', async () => {
+    const path = join(dir, 'tokens.json');
+    await writeFile(path, grants('alice', 'bob'));
+    const { registry } = await watched(path);
+    const rewrites = keepWriting(path, (file) => writeFile(file, grants('alice')));
+    try {
+      await eventually(() => registry.authenticate(BOB) === null, { what: 'bob to be revoked', timeoutMs: 10_000 });
+      expect(registry.authenticate(ALICE)).not.toBeNull();
+    } finally {
+      await rewrites.stop();
+    }
   });
 });

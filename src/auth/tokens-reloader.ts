@@ -1,8 +1,10 @@
 import { statSync, watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { ConfigError } from '../config/config.js';
+import { basename, dirname } from 'node:path';
+import { ConfigError, DEFAULT_TOKENS_RELOAD_MAX_DELAY_MS } from '../config/config.js';
+import { systemClock, type Clock } from '../core/clock.port.js';
 import type { Logger } from '../core/logger.js';
+import { scheduleReload, type PendingReload, type ReloadTiming } from './reload-schedule.js';
 import type { TokenRegistry } from './token-registry.js';
 import type { TokenEntry } from './tokens-file.schema.js';
 
@@ -28,6 +30,26 @@ export type ReloadOutcome =
 /** How long the file must stay quiet after a change before it is read: editors write in steps. */
 export const TOKENS_RELOAD_DEBOUNCE_MS = 200;
 
+export interface ReloadOptions extends ReloadTiming {
+  readonly clock: Clock;
+}
+
+const DEFAULT_RELOAD_OPTIONS: ReloadOptions = {
+  debounceMs: TOKENS_RELOAD_DEBOUNCE_MS,
+  maxDelayMs: DEFAULT_TOKENS_RELOAD_MAX_DELAY_MS,
+  clock: systemClock,
+};
+
+/** What the path names now, cheaply: a neighbour's change leaves it as it was. */
+function fileSignature(path: string): string {
+  try {
+    const stat = statSync(path);
+    return `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`;
+  } catch (error) {
+    return `unreadable:${(error as NodeJS.ErrnoException).code ?? 'error'}`;
+  }
+}
+
 /**
  * Re-reads a tokens file into its TokenRegistry without a restart: on SIGHUP (`reload`) and,
  * once `watch` is called, whenever the file or its directory changes. A file that cannot be read
@@ -45,7 +67,11 @@ export class TokensReloader {
   /** The inode the file's watch follows: a file replaced by rename is a new one. */
   private watchedInode: number | null = null;
   private debounce: NodeJS.Timeout | null = null;
+  private pending: PendingReload | null = null;
+  /** fileSignature of the path when a change was last taken in. */
+  private signature: string | null = null;
   private watching = false;
+  private readonly options: ReloadOptions;
 
   constructor(
     private readonly registry: TokenRegistry,
@@ -53,8 +79,9 @@ export class TokensReloader {
     logger: Logger,
     /** The text the registry's grants were read from, when known. */
     loadedText: string | null,
-    private readonly debounceMs = TOKENS_RELOAD_DEBOUNCE_MS,
+    options: Partial<ReloadOptions> = {},
   ) {
+    this.options = { ...DEFAULT_RELOAD_OPTIONS, ...options };
     this.log = logger.child({ component: 'auth' });
     this.lastSeen = loadedText === null ? null : `text:${loadedText}`;
   }
@@ -70,13 +97,16 @@ export class TokensReloader {
   /**
    * Watches the file (an edit in place, also through a symlink) and its directory (a file
    * replaced by rename, created, or swapped in by a symlink switch, as Kubernetes mounts do).
-   * Events are debounced; the watchers do not keep the process alive.
+   * Of the directory's events only those that change what the path names count, so a busy
+   * neighbour (a log file) is no change. Events are debounced, at most `maxDelayMs` from the
+   * first; the watchers do not keep the process alive.
    */
   watch(): void {
     if (this.watching) return;
     this.watching = true;
+    this.signature = fileSignature(this.source.path);
     try {
-      this.directoryWatcher = watch(dirname(this.source.path), { persistent: false }, () => this.changed());
+      this.directoryWatcher = watch(dirname(this.source.path), { persistent: false }, (_event, name) => this.directoryChanged(name));
       this.directoryWatcher.on('error', (error) => this.directoryWatchFailed(error));
     } catch (error) {
       this.directoryWatchFailed(error);
@@ -89,19 +119,38 @@ export class TokensReloader {
     this.watching = false;
     if (this.debounce !== null) clearTimeout(this.debounce);
     this.debounce = null;
+    this.pending = null;
     this.directoryWatcher?.close();
     this.directoryWatcher = null;
     this.fileWatcher?.close();
     this.fileWatcher = null;
   }
 
-  private changed(): void {
+  /** An event of the directory: a change when it names the file or the path now names another file. */
+  private directoryChanged(name: string | Buffer | null): void {
     if (!this.watching) return;
+    const signature = fileSignature(this.source.path);
+    const named = name !== null && name.toString() === basename(this.source.path);
+    if (!named && signature === this.signature) return;
+    this.changed(signature);
+  }
+
+  private changed(signature = fileSignature(this.source.path)): void {
+    if (!this.watching) return;
+    this.signature = signature;
+    const now = this.options.clock.now().getTime();
+    const previous = this.pending;
+    this.pending = scheduleReload(previous, now, this.options);
+    if (this.debounce !== null && previous?.dueAt === this.pending.dueAt) return;
     if (this.debounce !== null) clearTimeout(this.debounce);
-    this.debounce = setTimeout(() => {
-      this.debounce = null;
-      void this.reload('change').then(() => this.watchFile());
-    }, this.debounceMs);
+    this.debounce = setTimeout(
+      () => {
+        this.debounce = null;
+        this.pending = null;
+        void this.reload('change').then(() => this.watchFile());
+      },
+      Math.max(0, this.pending.dueAt - now),
+    );
     this.debounce.unref();
   }
 

@@ -152,7 +152,11 @@ export async function loadTokens(config: AppConfig, logger: Logger): Promise<Loa
       });
     }
     const registry = new TokenRegistry(entries);
-    return { registry, devTokens: null, reloader: new TokensReloader(registry, tokensFileSource(file), logger, text) };
+    return {
+      registry,
+      devTokens: null,
+      reloader: new TokensReloader(registry, tokensFileSource(file), logger, text, { maxDelayMs: config.tokensReloadMaxDelayMs }),
+    };
   }
   if (!isEmbedded(config)) {
     throw new ConfigError(
@@ -162,7 +166,13 @@ export async function loadTokens(config: AppConfig, logger: Logger): Promise<Loa
   }
   const devTokens = await ensureDevTokens(config.dataDir);
   const registry = new TokenRegistry(devTokenEntries(devTokens));
-  return { registry, devTokens, reloader: new TokensReloader(registry, devTokensSource(config.dataDir), logger, null) };
+  return {
+    registry,
+    devTokens,
+    reloader: new TokensReloader(registry, devTokensSource(config.dataDir), logger, null, {
+      maxDelayMs: config.tokensReloadMaxDelayMs,
+    }),
+  };
 }
 
 /**

@@ -69,6 +69,11 @@ describe('loadConfig', () => {
         httpRequestTimeoutMs: 60_000,
         sseMaxStreamsPerToken: 50,
         sseMaxStreams: 5_000,
+        tokensReloadMaxDelayMs: 500,
+        sessionsMax: 10_000,
+        sessionsPerSubject: 20,
+        signInPerMinutePerAddress: 20,
+        signInPerMinutePerToken: 10,
         transformTimeoutMs: 1_000,
         transformMemoryMb: 64,
         transformProcesses: 2,
@@ -95,6 +100,11 @@ describe('loadConfig', () => {
       KAFKA_BROKERS: 'localhost:9092, [::1]:9093',
       FLOSTRA_TOKENS_FILE: '/etc/flostra/tokens.json',
       FLOSTRA_TOKENS_RELOAD: 'SIGHUP',
+      FLOSTRA_TOKENS_RELOAD_MAX_DELAY_MS: '250',
+      FLOSTRA_SESSIONS_MAX: '100',
+      FLOSTRA_SESSIONS_PER_SUBJECT: '5',
+      FLOSTRA_SIGN_IN_PER_MINUTE_PER_ADDRESS: '7',
+      FLOSTRA_SIGN_IN_PER_MINUTE_PER_TOKEN: '3',
       FLOSTRA_MAX_BODY_BYTES: '2048',
       FLOSTRA_API_URL: 'http://api:3000/',
       FLOSTRA_WORKER_TOKEN: 'secret-worker-token',
@@ -143,6 +153,11 @@ describe('loadConfig', () => {
       kafkaSessionTimeoutMs: 10_000,
       tokensFile: '/etc/flostra/tokens.json',
       tokensReload: 'sighup',
+      tokensReloadMaxDelayMs: 250,
+      sessionsMax: 100,
+      sessionsPerSubject: 5,
+      signInPerMinutePerAddress: 7,
+      signInPerMinutePerToken: 3,
       maxBodyBytes: 2048,
       apiUrl: 'http://api:3000',
       workerToken: 'secret-worker-token',
@@ -175,6 +190,12 @@ describe('loadConfig', () => {
       shutdownGraceMs: 5_000,
     });
     expect(isEmbedded(config)).toBe(false);
+  });
+
+  it('refuses more sessions per subject than in all', () => {
+    expect(() => loadConfig({ FLOSTRA_SESSIONS_MAX: '10', FLOSTRA_SESSIONS_PER_SUBJECT: '11' })).toThrow(
+      'FLOSTRA_SESSIONS_PER_SUBJECT: expected at most FLOSTRA_SESSIONS_MAX (10)',
+    );
   });
 
   it('refuses a lease renewal interval above half the TTL', () => {

@@ -50,6 +50,17 @@ export const DEFAULT_SCHEDULE_MIN_INTERVAL_SECONDS = 60;
 export const METRICS_AUTH_MODES = ['none', 'token'] as const;
 export type MetricsAuth = (typeof METRICS_AUTH_MODES)[number];
 
+/** The longest a change to the tokens file waits to be read while changes keep coming. */
+export const DEFAULT_TOKENS_RELOAD_MAX_DELAY_MS = 500;
+
+/** Browser sessions of one api process: in all, and of one subject (docs/console.md). */
+export const DEFAULT_SESSIONS_MAX = 10_000;
+export const DEFAULT_SESSIONS_PER_SUBJECT = 20;
+
+/** Sign-ins (`POST /v1/sessions`) per minute: from one client address, and with one token. */
+export const DEFAULT_SIGN_IN_PER_MINUTE_PER_ADDRESS = 20;
+export const DEFAULT_SIGN_IN_PER_MINUTE_PER_TOKEN = 10;
+
 /** Workspaces with metric series of their own (FLOSTRA_METRICS_MAX_WORKSPACES). */
 export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
 
@@ -180,6 +191,11 @@ const envSchema = z.object({
     const mode = raw?.toLowerCase() ?? 'watch';
     return mode === 'watch' || mode === 'sighup' ? mode : fail(ctx, 'expected watch or sighup');
   }),
+  FLOSTRA_TOKENS_RELOAD_MAX_DELAY_MS: integer(DEFAULT_TOKENS_RELOAD_MAX_DELAY_MS, 10, 60_000, ' number of milliseconds'),
+  FLOSTRA_SESSIONS_MAX: integer(DEFAULT_SESSIONS_MAX, 1, 1_000_000),
+  FLOSTRA_SESSIONS_PER_SUBJECT: integer(DEFAULT_SESSIONS_PER_SUBJECT, 1, 1_000_000),
+  FLOSTRA_SIGN_IN_PER_MINUTE_PER_ADDRESS: integer(DEFAULT_SIGN_IN_PER_MINUTE_PER_ADDRESS, 1, 1_000_000),
+  FLOSTRA_SIGN_IN_PER_MINUTE_PER_TOKEN: integer(DEFAULT_SIGN_IN_PER_MINUTE_PER_TOKEN, 1, 1_000_000),
   FLOSTRA_MAX_BODY_BYTES: optional.transform((raw, ctx) => {
     if (raw === undefined) return DEFAULT_MAX_BODY_BYTES;
     const bytes = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
@@ -314,6 +330,16 @@ function toConfig(env: Env) {
     tokensFile: env.FLOSTRA_TOKENS_FILE,
     /** When the tokens file is read again: `watch`, on every change and on SIGHUP; `sighup`, on SIGHUP only. */
     tokensReload: env.FLOSTRA_TOKENS_RELOAD,
+    /** The longest a change to the tokens file waits to be read while changes keep coming. */
+    tokensReloadMaxDelayMs: env.FLOSTRA_TOKENS_RELOAD_MAX_DELAY_MS,
+    /** Browser sessions this api process holds, all subjects together; one more is refused. */
+    sessionsMax: env.FLOSTRA_SESSIONS_MAX,
+    /** Browser sessions one subject holds in this process; one more ends the subject's oldest. */
+    sessionsPerSubject: env.FLOSTRA_SESSIONS_PER_SUBJECT,
+    /** Sign-ins per minute from one client address. */
+    signInPerMinutePerAddress: env.FLOSTRA_SIGN_IN_PER_MINUTE_PER_ADDRESS,
+    /** Sign-ins per minute with one token. */
+    signInPerMinutePerToken: env.FLOSTRA_SIGN_IN_PER_MINUTE_PER_TOKEN,
     maxBodyBytes: env.FLOSTRA_MAX_BODY_BYTES,
     /** Where a worker reaches the api; null: this process's own listener. */
     apiUrl: env.FLOSTRA_API_URL,
@@ -412,6 +438,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   const parsed = envSchema
     .superRefine((env, ctx) => {
+      // A subject's sessions alone must never fill the process: they end each other first.
+      if (env.FLOSTRA_SESSIONS_PER_SUBJECT > env.FLOSTRA_SESSIONS_MAX) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['FLOSTRA_SESSIONS_PER_SUBJECT'],
+          message: `expected at most FLOSTRA_SESSIONS_MAX (${env.FLOSTRA_SESSIONS_MAX})`,
+        });
+      }
       // The whole request holds its headers and its body: neither limit may exceed it.
       for (const part of ['FLOSTRA_HTTP_HEADERS_TIMEOUT_MS', 'FLOSTRA_HTTP_BODY_TIMEOUT_MS'] as const) {
         if (env[part] > env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS) {

@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'too_many_streams'
   | 'too_many_requests'
   | 'limit_reached'
+  | 'too_many_sessions'
+  | 'too_many_sign_ins'
   | 'unavailable';
 
 export interface ValidationIssue {

@@ -39,6 +39,8 @@ const STATUS: Record<ProblemCode, number> = {
   unsupported_media_type: 415,
   too_many_streams: 429,
   too_many_requests: 429,
+  too_many_sessions: 429,
+  too_many_sign_ins: 429,
   unavailable: 503,
   internal: 500,
 };
@@ -65,6 +67,8 @@ const TITLE: Record<ProblemCode, string> = {
   unsupported_media_type: 'Unsupported media type',
   too_many_streams: 'Too many open streams',
   too_many_requests: 'Too many requests',
+  too_many_sessions: 'Too many browser sessions',
+  too_many_sign_ins: 'Too many sign-ins',
   unavailable: 'Service unavailable',
   internal: 'Internal server error',
 };

@@ -125,6 +125,14 @@ afterAll(async () => {
 });
 
 describe('the web console in a browser', () => {
+  it('signs in over http://127.0.0.1 with a __Host- cookie, which Chromium takes from loopback although it is Secure', async () => {
+    const cookies = (await admin.cookies(t.url)).filter((cookie) => cookie.name.includes('flostra_session'));
+    expect(cookies).toEqual([
+      expect.objectContaining({ name: '__Host-flostra_session', secure: true, httpOnly: true, sameSite: 'Strict', path: '/' }),
+    ]);
+    expect(new URL(t.url).protocol).toBe('http:');
+  });
+
   it('starts the demo, colours every node live, and survives a dropped stream without a repeated entry', async () => {
     await page.getByRole('link', { name: 'demo' }).click();
     await page.getByTestId('dag').locator('.react-flow__node').first().waitFor();

@@ -8,9 +8,10 @@ import { publish } from '../support/scenario.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
 /**
- * Browser sessions over plain HTTP, no browser: the cookie, the CSRF header on every write, the
- * roles of the token behind the session, sign-out, and revocation of the token ending both the
- * session and its open SSE stream. The bearer-token API does not change.
+ * Browser sessions over plain HTTP, no browser: the `__Host-` cookie and its rotation at sign-in,
+ * the CSRF header and the Origin check on every write, the roles of the token behind the session,
+ * sign-out, and revocation of the token ending both the session and its open SSE stream. The
+ * bearer-token API does not change. (Bounds of sign-ins and sessions: session-bounds.e2e.spec.ts.)
  */
 
 const SESSION_TOKEN = 'cookie-suite-operator-token';
@@ -55,7 +56,8 @@ async function executionCount(): Promise<number> {
 const startPath = '/v1/workspaces/ws-a/workflows/cookie-flow/executions';
 
 beforeAll(async () => {
-  t = await startTestApp('pglite');
+  // This suite signs in often; the rate of sign-ins has its own suite.
+  t = await startTestApp('pglite', { FLOSTRA_SIGN_IN_PER_MINUTE_PER_TOKEN: '1000', FLOSTRA_SIGN_IN_PER_MINUTE_PER_ADDRESS: '1000' });
   api = client(t.url);
   registry = t.app.get<TokenRegistry>(TOKEN_REGISTRY, { strict: false });
   registry.replace(WITH_SESSIONS);
@@ -66,15 +68,50 @@ afterAll(async () => {
 });
 
 describe('browser sessions', () => {
-  it('sign in answers 204 with an HttpOnly, SameSite=Strict cookie; Secure only over https', async () => {
+  it('sign in answers 204 with a __Host- cookie: HttpOnly, SameSite=Strict, Secure, Path=/ and no Domain', async () => {
+    for (const headers of [{}, { 'x-forwarded-proto': 'https' }] as Record<string, string>[]) {
+      const session = await signIn(SESSION_TOKEN, headers);
+      expect(session.setCookie).toMatch(/^__Host-flostra_session=[A-Za-z0-9_-]{43}; /);
+      expect(session.setCookie.split('; ').slice(1).sort()).toEqual(['HttpOnly', 'Max-Age=43200', 'Path=/', 'SameSite=Strict', 'Secure']);
+    }
+  });
+
+  it('a sign-in ends the session of the cookie it came with, and gives a new one', async () => {
+    const before = await signIn(SESSION_TOKEN);
+    const other = await signIn(SESSION_TOKEN);
+    const after = await signIn(SESSION_VIEWER, { cookie: before.cookie });
+    expect(after.cookie).not.toBe(before.cookie);
+    expect((await api.get('/v1/me', { headers: { cookie: before.cookie } })).status).toBe(401);
+    expect((await api.get('/v1/me', { headers: { cookie: after.cookie } })).body).toMatchObject({ subject: 'vera', via: 'session' });
+    // Another browser's session of the same token stays.
+    expect((await api.get('/v1/me', { headers: { cookie: other.cookie } })).status).toBe(200);
+  });
+
+  it('a cookie write from another origin is 403 even with the CSRF header, and writes nothing; its own origin passes', async () => {
     const session = await signIn(SESSION_TOKEN);
-    expect(session.setCookie).toMatch(/^flostra_session=[A-Za-z0-9_-]{43}; /);
-    expect(session.setCookie).toContain('Path=/');
-    expect(session.setCookie).toContain('HttpOnly');
-    expect(session.setCookie).toContain('SameSite=Strict');
-    expect(session.setCookie).not.toContain('Secure');
-    const proxied = await signIn(SESSION_TOKEN, { 'x-forwarded-proto': 'https' });
-    expect(proxied.setCookie).toContain('; Secure');
+    const before = await executionCount();
+    const own = new URL(t.url).origin;
+    for (const origin of ['https://evil.example', 'null', own.replace('http:', 'https:')]) {
+      const headers = { cookie: session.cookie, 'x-flostra-csrf': session.csrf, origin };
+      const res = await api.post(startPath, { body: { input: {} }, headers });
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({ code: 'csrf_required', detail: expect.stringContaining('Origin') });
+      expect((await api.request('DELETE', '/v1/sessions', { headers })).status).toBe(403);
+    }
+    expect(await executionCount()).toBe(before);
+    const ok = await api.post(startPath, {
+      body: { input: {} },
+      headers: { cookie: session.cookie, 'x-flostra-csrf': session.csrf, origin: own },
+    });
+    expect(ok.status).toBe(201);
+    expect(await executionCount()).toBe(before + 1);
+  });
+
+  it('a sign-in from another origin is 403 and sets no cookie', async () => {
+    const res = await api.post('/v1/sessions', { body: { token: SESSION_TOKEN }, headers: { origin: 'https://evil.example' } });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('csrf_required');
+    expect(res.headers.get('set-cookie')).toBeNull();
   });
 
   it('refuses an unknown token and a malformed body, setting no cookie', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -238,6 +239,68 @@ describe('a server whose tokens file is re-read on SIGHUP only (FLOSTRA_TOKENS_R
     );
     expect(alive(worker)).toBe(true);
     expect(await stop(worker)).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe('a watched tokens file beside a busy log, under steady requests', () => {
+  it('refuses a removed token and ends its open event stream while the load goes on', async () => {
+    const file = join(mkdtempSync(join(scratch, 'busy-')), 'tokens.json');
+    const grants = (viewer: boolean) => ({
+      tokens: [
+        { token: ADMIN, subject: 'alice', workspaces: { acme: 'admin' } },
+        ...(viewer ? [{ token: VIEWER, subject: 'victor', workspaces: { acme: 'viewer' } }] : []),
+      ],
+    });
+    writeFileSync(file, JSON.stringify(grants(true)));
+    const server = await spawnServer(
+      { FLOSTRA_TOKENS_FILE: file, FLOSTRA_ROLES: 'api' },
+      /Flostra is listening on http:\/\/127\.0\.0\.1:\d+\n/,
+    );
+    const api = client(urlOf(server));
+    let stopped = false;
+    // A log beside the tokens file, written all the time: each line is an event of the directory.
+    let logLines = 0;
+    const log = setInterval(() => appendFileSync(join(file, '..', 'app.log'), `line ${++logLines}\n`), 1);
+    // The viewer's steady requests, one after the other.
+    const statuses: number[] = [];
+    const load = (async () => {
+      while (!stopped) statuses.push((await api.get('/v1/workspaces/acme/executions', { token: VIEWER })).status);
+    })();
+    try {
+      const stream = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpRequest(`${urlOf(server)}/v1/workspaces/acme/events`, {
+          headers: { authorization: `Bearer ${VIEWER}`, accept: 'text/event-stream' },
+          agent: false,
+        });
+        req.on('response', resolve).on('error', reject).end();
+      });
+      expect(stream.statusCode).toBe(200);
+      let text = '';
+      let ended = false;
+      stream.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      stream.on('close', () => (ended = true));
+      await eventually(() => statuses.filter((status) => status === 200).length >= 20 && logLines >= 20, 'the load and the log to run');
+
+      writeFileSync(file, JSON.stringify(grants(false)));
+      const [answered, logged] = [statuses.length, logLines];
+      // Bounded only as a failing test: revocation must not wait for the directory or the load to fall quiet.
+      await eventually(() => statuses.slice(answered).includes(401) && ended, {
+        what: 'the viewer refused and its stream ended',
+        timeoutMs: 10_000,
+      });
+      expect(text).toContain(': stream ended: grant revoked');
+      // Once refused, refused for good, while the log and the requests went on.
+      const firstRefusal = statuses.indexOf(401, answered);
+      await eventually(() => statuses.length > firstRefusal + 5, 'more requests after the refusal');
+      expect(new Set(statuses.slice(firstRefusal))).toEqual(new Set([401]));
+      expect(logLines).toBeGreaterThan(logged);
+      expect(await api.get('/v1/workspaces/acme/executions', { token: ADMIN })).toMatchObject({ status: 200 });
+    } finally {
+      stopped = true;
+      clearInterval(log);
+      await load;
+      expect(await stop(server)).toEqual({ code: 0, signal: null });
+    }
   });
 });
 

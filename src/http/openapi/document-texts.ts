@@ -8,7 +8,7 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   unauthenticated: 'no bearer token, or one that is unknown or revoked.',
   forbidden: 'the token is known but lacks the role this needs (`requiredRole`).',
   csrf_required:
-    'a write made with a browser session cookie lacks the X-Flostra-CSRF header of that session (GET /v1/sessions/csrf); nothing was written.',
+    'a write made with a browser session cookie lacks the X-Flostra-CSRF header of that session (GET /v1/sessions/csrf), or names another site in `Origin`; nothing was written.',
   not_found: 'no such resource, or none the token may read (existence is not revealed).',
   idempotency_conflict: 'this Idempotency-Key was used with a different request.',
   invalid_state: 'the resource is not in a state that allows this.',
@@ -29,6 +29,10 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
     'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',
   too_many_requests:
     'this token already has FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN requests being handled and FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN waiting (`inFlight`, `queued`); retry after `Retry-After` seconds.',
+  too_many_sessions:
+    'this api process already holds as many browser sessions as it may (`limit`); nothing was created; retry after `Retry-After` seconds, when the oldest expires.',
+  too_many_sign_ins:
+    'too many sign-ins from this client address or with this token (`scope`, `limit` per minute); nothing was created; retry after `Retry-After` seconds.',
   unavailable: 'a dependency is down or a read model is behind; nothing was written, retry.',
   limit_reached: 'the workspace holds as many of this resource as it may (`resource`, `limit`); nothing was written, remove one first.',
 };

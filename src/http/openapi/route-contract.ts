@@ -145,6 +145,8 @@ export const ERROR_ORDER = [
   'unsupported_media_type',
   'too_many_streams',
   'too_many_requests',
+  'too_many_sessions',
+  'too_many_sign_ins',
   'unavailable',
 ] as const satisfies readonly ErrorCode[];
 
