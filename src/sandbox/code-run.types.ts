@@ -1,0 +1,22 @@
+/** Bounds on one run of user code. */
+export interface CodeLimits {
+  /** Wall-clock budget of the run, from when an interpreter takes it. */
+  readonly timeoutMs: number;
+  /** Everything the interpreter allocates for the run (its heap, strings, stack frames). */
+  readonly memoryMb: number;
+}
+
+/** How a run ended. Never a rejection: every failure of the code is one of these. */
+export type CodeOutcome =
+  /** The returned value, as JSON text. */
+  | { readonly kind: 'value'; readonly json: string }
+  /** The source is not a valid function body. */
+  | { readonly kind: 'syntax_error'; readonly message: string }
+  /** The code threw, or returned something that is not JSON. */
+  | { readonly kind: 'error'; readonly message: string }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'memory_exceeded'; readonly message: string }
+  /** The caller's signal aborted the run. */
+  | { readonly kind: 'cancelled' }
+  /** The interpreter itself failed (it could not start, or crashed): not the code's doing. */
+  | { readonly kind: 'unavailable'; readonly message: string };
