@@ -108,12 +108,17 @@ function evaluate(QuickJS, task) {
       return { kind: 'value', json: context.getString(keep(marshalled.value)) };
     })();
   } catch (error) {
-    // The interpreter itself failed (its WebAssembly aborted, or it had no memory left to start).
-    current = null;
     const message = String((error && error.message) || error);
-    outcome = /out of memory/i.test(message)
-      ? { kind: 'memory_exceeded', message }
-      : { kind: 'error', message: 'the interpreter failed: ' + message };
+    if (interrupted !== null) {
+      // Stopped before the user's code began (a run cancelled as it started): the instance is sound.
+      outcome = { kind: interrupted };
+    } else {
+      // The interpreter itself failed (its WebAssembly aborted, or it had no memory left to start).
+      current = null;
+      outcome = /out of memory/i.test(message)
+        ? { kind: 'memory_exceeded', message }
+        : { kind: 'error', message: 'the interpreter failed: ' + message };
+    }
   }
   try {
     for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
