@@ -75,8 +75,8 @@ describe('loadConfig', () => {
       });
     });
 
-    it('shares two code threads per worker, 30 s of interpreter time per workspace a minute', () => {
-      expect(config).toMatchObject({ codeThreads: 2, codeCpuBudgetMs: 30_000, codeCpuWindowMs: 60_000 });
+    it('shares two code threads per worker, 30 s of interpreter time per workspace a minute, and checks a publish’s code within 2 s', () => {
+      expect(config).toMatchObject({ codeThreads: 2, codeCpuBudgetMs: 30_000, codeCpuWindowMs: 60_000, codeCheckTimeoutMs: 2_000 });
     });
 
     it('is frozen', () => {
@@ -122,6 +122,7 @@ describe('loadConfig', () => {
       FLOSTRA_CODE_THREADS: '1',
       FLOSTRA_CODE_CPU_BUDGET_MS: '5000',
       FLOSTRA_CODE_CPU_WINDOW_MS: '20000',
+      FLOSTRA_CODE_CHECK_TIMEOUT_MS: '500',
       FLOSTRA_METRICS_PORT: '9464',
       FLOSTRA_METRICS_MAX_WORKSPACES: '20',
       FLOSTRA_RETENTION_DAYS: '30',
@@ -170,6 +171,7 @@ describe('loadConfig', () => {
       codeThreads: 1,
       codeCpuBudgetMs: 5000,
       codeCpuWindowMs: 20000,
+      codeCheckTimeoutMs: 500,
       metricsPort: 9464,
       metricsMaxWorkspaces: 20,
       retentionDays: 30,

@@ -54,6 +54,15 @@ describe('CodeSandbox: JSON in, JSON out', () => {
     expect(await syntaxError('for (;;) {}')).toBeNull();
   });
 
+  it('given a source that closes its function early to reach the script around it, then syntaxError only compiles it: none of it runs', async () => {
+    // Evaluated, the first would throw "it ran" and the second loop until the compile's deadline.
+    expect(await syntaxError('}); throw new Error("it ran"); (function () {')).toBeNull();
+    expect(await syntaxError('}); for (;;) {} (function () {')).toBeNull();
+    expect(await syntaxError('}); return (; (function () {')).toMatch(/^SyntaxError: /);
+    // It is the text QuickJS's Function constructor compiles for the run: the verdicts agree.
+    expect(await run('}); throw new Error("it ran"); (function () {')).toEqual({ kind: 'syntax_error', message: 'Error: it ran' });
+  });
+
   it('given code that replaces JSON.stringify, then only its own result can be affected', async () => {
     expect(valueOf(await run('JSON.stringify = () => "{"; JSON.parse = null; return { still: "json" }'))).toEqual({ still: 'json' });
   });

@@ -92,12 +92,21 @@ function evaluate(QuickJS, task) {
       return { kind: 'error', message: name + ': ' + message };
     };
     outcome = (() => {
+      if (task.op === 'compile') {
+        // Compiled, never evaluated: the text QuickJS's Function constructor evaluates for the
+        // run (quickjs.c, js_function_constructor), so a source has the same verdict here as when it
+        // runs, and one that closes the function early to reach the script around it is only parsed.
+        const text = '(function anonymous(input\\n) {\\n' + task.source + '\\n})';
+        const parsed = context.evalCode(text, 'source.js', { type: 'global', compileOnly: true });
+        if (parsed.error) return failed('compile', parsed.error);
+        keep(parsed.value);
+        return { kind: 'value', json: 'null' };
+      }
       const runner = keep(context.unwrapResult(context.evalCode(RUNNER, 'runner.js')));
       const compile = keep(context.getProp(runner, 'compile'));
       const compiled = context.callFunction(compile, context.undefined, keep(context.newString(task.source)));
       if (compiled.error) return failed('compile', compiled.error);
       keep(compiled.value);
-      if (task.op === 'compile') return { kind: 'value', json: 'null' };
       const call = keep(context.getProp(runner, 'call'));
       const called = context.callFunction(call, context.undefined, compiled.value, keep(context.newString(task.input)));
       if (called.error) return failed('call', called.error);
