@@ -86,4 +86,33 @@ describe('CodeSandbox: threads shared between workspaces', () => {
     expect(valueOf(await after)).toBe('next');
     expect(log.names).toEqual(['x1', 'x2', 'y1']);
   });
+
+  it('given a workspace over its CPU budget, then a workspace within its budget that queued later starts first', async () => {
+    const budgeted = new CodeSandbox({ threads: 1, cpuBudgetMs: 10, cpuWindowMs: 3_600_000 });
+    try {
+      // A loop until its own 100 ms deadline: ws-a uses ten times its budget, refilled only over an hour.
+      expect(await budgeted.run('for (;;) {}', '{}', { timeoutMs: 100, memoryMb: 16 }, { workspaceId: 'ws-a' })).toEqual({
+        kind: 'timeout',
+      });
+      const log = startLog();
+      const release = new AbortController();
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => (held = resolve));
+      const hold = budgeted.run('for (;;) {}', '{}', HOLD_LIMITS, {
+        workspaceId: 'ws-c',
+        signal: release.signal,
+        onStart: held,
+      });
+      await holding;
+      const a = budgeted.run('return "a"', '{}', LIMITS, { workspaceId: 'ws-a', onStart: log.record('a') });
+      const b = budgeted.run('return "b"', '{}', LIMITS, { workspaceId: 'ws-b', onStart: log.record('b') });
+
+      release.abort();
+      expect(await hold).toEqual({ kind: 'cancelled' });
+      expect([valueOf(await a), valueOf(await b)]).toEqual(['a', 'b']);
+      expect(log.names).toEqual(['b', 'a']);
+    } finally {
+      await budgeted.close();
+    }
+  });
 });

@@ -119,7 +119,8 @@ export class CodeSandbox {
     if (context.dropIfWaiting?.aborted) return { kind: 'dropped' };
     const thread = await this.acquire(context);
     if (!(thread instanceof InterpreterThread)) return thread;
-    const startedAt = this.clock.now().getTime();
+    // What the workspace is charged: from when its code could begin, not the thread's own start.
+    let startedAt = this.clock.now().getTime();
     try {
       context.onStart?.();
       try {
@@ -128,6 +129,7 @@ export class CodeSandbox {
         return { kind: 'unavailable', message: `the interpreter could not start: ${(error as Error).message}` };
       }
       if (context.signal?.aborted) return { kind: 'cancelled' };
+      startedAt = this.clock.now().getTime();
       const task: Task = { id: this.nextId++, op, source, input, timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb };
       return await thread.run(task, context.signal, this.graceMs);
     } finally {
