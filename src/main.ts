@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { type AppConfig, ConfigError, isEmbedded, loadConfig, runsRole, transformLimits } from './config/config.js';
+import { type AppConfig, codeShare, ConfigError, isEmbedded, loadConfig, runsRole, transformLimits } from './config/config.js';
 import { KafkaBus } from './bus/kafka/kafka-bus.js';
 import { createWorker } from './worker/runtime/create-worker.js';
 import type { WorkerService } from './worker/runtime/worker.service.js';
@@ -77,6 +77,7 @@ async function main(): Promise<void> {
       concurrency: config.workerConcurrency,
       egressAllow: config.egressAllow,
       transform: transformLimits(config),
+      code: codeShare(config),
       metrics,
     });
     await worker.start();
@@ -136,6 +137,7 @@ async function runWorkerOnly(
     concurrency: config.workerConcurrency,
     egressAllow: config.egressAllow,
     transform: transformLimits(config),
+    code: codeShare(config),
     metrics,
   });
   await worker.start();

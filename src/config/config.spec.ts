@@ -80,6 +80,10 @@ describe('loadConfig', () => {
       });
     });
 
+    it('shares two code threads per worker, 30 s of interpreter time per workspace a minute, and checks a publish’s code within 2 s', () => {
+      expect(config).toMatchObject({ codeThreads: 2, codeCpuBudgetMs: 30_000, codeCpuWindowMs: 60_000, codeCheckTimeoutMs: 2_000 });
+    });
+
     it('is frozen', () => {
       expect(Object.isFrozen(config)).toBe(true);
     });
@@ -125,6 +129,10 @@ describe('loadConfig', () => {
       FLOSTRA_TRANSFORM_TIMEOUT_MS: '250',
       FLOSTRA_TRANSFORM_MEMORY_MB: '128',
       FLOSTRA_TRANSFORM_PROCESSES: '4',
+      FLOSTRA_CODE_THREADS: '1',
+      FLOSTRA_CODE_CPU_BUDGET_MS: '5000',
+      FLOSTRA_CODE_CPU_WINDOW_MS: '20000',
+      FLOSTRA_CODE_CHECK_TIMEOUT_MS: '500',
       FLOSTRA_METRICS_PORT: '9464',
       FLOSTRA_METRICS_MAX_WORKSPACES: '20',
       FLOSTRA_METRICS_AUTH: 'token',
@@ -178,6 +186,10 @@ describe('loadConfig', () => {
       transformTimeoutMs: 250,
       transformMemoryMb: 128,
       transformProcesses: 4,
+      codeThreads: 1,
+      codeCpuBudgetMs: 5000,
+      codeCpuWindowMs: 20000,
+      codeCheckTimeoutMs: 500,
       metricsPort: 9464,
       metricsMaxWorkspaces: 20,
       metricsAuth: 'token',
@@ -310,6 +322,12 @@ describe('loadConfig', () => {
       ],
       ['FLOSTRA_TRANSFORM_MEMORY_MB', '8', 'FLOSTRA_TRANSFORM_MEMORY_MB: expected an integer number of MB 16-4096, got "8"'],
       ['FLOSTRA_TRANSFORM_PROCESSES', '65', 'FLOSTRA_TRANSFORM_PROCESSES: expected an integer 1-64, got "65"'],
+      ['FLOSTRA_CODE_THREADS', '0', 'FLOSTRA_CODE_THREADS: expected an integer 1-64, got "0"'],
+      [
+        'FLOSTRA_CODE_CPU_WINDOW_MS',
+        '999',
+        'FLOSTRA_CODE_CPU_WINDOW_MS: expected an integer number of milliseconds 1000-86400000, got "999"',
+      ],
       ['FLOSTRA_SSE_MAX_STREAMS', 'many', 'FLOSTRA_SSE_MAX_STREAMS: expected an integer 1-1000000, got "many"'],
       ['FLOSTRA_METRICS_AUTH', 'basic', 'FLOSTRA_METRICS_AUTH: expected one of none, token, got "basic"'],
       ['FLOSTRA_MAX_SCHEDULES_PER_WORKSPACE', '0', 'FLOSTRA_MAX_SCHEDULES_PER_WORKSPACE: expected an integer 1-1000000, got "0"'],

@@ -36,6 +36,12 @@ export const DEFAULT_TRANSFORM_TIMEOUT_MS = 1_000;
 export const DEFAULT_TRANSFORM_MEMORY_MB = 64;
 export const DEFAULT_TRANSFORM_PROCESSES = 2;
 
+/** The code sandbox of one worker: its threads and each workspace's share of them; the api's compile check. */
+export const DEFAULT_CODE_THREADS = 2;
+export const DEFAULT_CODE_CPU_BUDGET_MS = 30_000;
+export const DEFAULT_CODE_CPU_WINDOW_MS = 60_000;
+export const DEFAULT_CODE_CHECK_TIMEOUT_MS = 2_000;
+
 /** Open SSE streams: per token, and for the whole process. */
 export const DEFAULT_SSE_MAX_STREAMS_PER_TOKEN = 50;
 export const DEFAULT_SSE_MAX_STREAMS = 5_000;
@@ -245,6 +251,10 @@ const envSchema = z.object({
   FLOSTRA_TRANSFORM_TIMEOUT_MS: integer(DEFAULT_TRANSFORM_TIMEOUT_MS, 10, 600_000, ' number of milliseconds'),
   FLOSTRA_TRANSFORM_MEMORY_MB: integer(DEFAULT_TRANSFORM_MEMORY_MB, 16, 4_096, ' number of MB'),
   FLOSTRA_TRANSFORM_PROCESSES: integer(DEFAULT_TRANSFORM_PROCESSES, 1, 64),
+  FLOSTRA_CODE_THREADS: integer(DEFAULT_CODE_THREADS, 1, 64),
+  FLOSTRA_CODE_CPU_BUDGET_MS: integer(DEFAULT_CODE_CPU_BUDGET_MS, 1, 86_400_000, ' number of milliseconds'),
+  FLOSTRA_CODE_CPU_WINDOW_MS: integer(DEFAULT_CODE_CPU_WINDOW_MS, 1_000, 86_400_000, ' number of milliseconds'),
+  FLOSTRA_CODE_CHECK_TIMEOUT_MS: integer(DEFAULT_CODE_CHECK_TIMEOUT_MS, 1, 600_000, ' number of milliseconds'),
   FLOSTRA_EGRESS_ALLOW: optional.transform((raw) =>
     raw === undefined
       ? []
@@ -383,6 +393,13 @@ function toConfig(env: Env) {
     transformMemoryMb: env.FLOSTRA_TRANSFORM_MEMORY_MB,
     /** Transform evaluator processes of one worker (evaluations running at once). */
     transformProcesses: env.FLOSTRA_TRANSFORM_PROCESSES,
+    /** Interpreter threads of a worker's code sandbox. */
+    codeThreads: env.FLOSTRA_CODE_THREADS,
+    /** Interpreter time a workspace may use per `codeCpuWindowMs` before its code yields to other workspaces'. */
+    codeCpuBudgetMs: env.FLOSTRA_CODE_CPU_BUDGET_MS,
+    codeCpuWindowMs: env.FLOSTRA_CODE_CPU_WINDOW_MS,
+    /** How long the api may take to check the code sources of one publish. */
+    codeCheckTimeoutMs: env.FLOSTRA_CODE_CHECK_TIMEOUT_MS,
     /** Where GET /metrics is served on its own (on HOST); null: on the HTTP server of PORT. */
     metricsPort: env.FLOSTRA_METRICS_PORT,
     /** Distinct workspaces with series of their own; later ones are counted as `_other`. */
@@ -408,6 +425,11 @@ function toConfig(env: Env) {
 /** The limits of transform evaluation a worker of this process gets (createWorker's `transform`). */
 export function transformLimits(config: AppConfig): { timeoutMs: number; memoryMb: number; processes: number } {
   return { timeoutMs: config.transformTimeoutMs, memoryMb: config.transformMemoryMb, processes: config.transformProcesses };
+}
+
+/** How a worker of this process shares its code sandbox's threads (createWorker's `code`). */
+export function codeShare(config: AppConfig): { threads: number; cpuBudgetMs: number; cpuWindowMs: number } {
+  return { threads: config.codeThreads, cpuBudgetMs: config.codeCpuBudgetMs, cpuWindowMs: config.codeCpuWindowMs };
 }
 
 /** Validated configuration of one process; build it only with `loadConfig`. */

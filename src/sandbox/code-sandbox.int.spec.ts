@@ -6,7 +6,8 @@ afterAll(() => sandbox.close());
 
 const LIMITS: CodeLimits = { timeoutMs: 1_000, memoryMb: 16 };
 const run = (source: string, input: unknown = {}, limits: Partial<CodeLimits> = {}, signal?: AbortSignal) =>
-  sandbox.run(source, JSON.stringify(input), { ...LIMITS, ...limits }, signal);
+  sandbox.run(source, JSON.stringify(input), { ...LIMITS, ...limits }, { workspaceId: 'ws-a', signal });
+const syntaxError = (source: string) => sandbox.syntaxError(source, { workspaceId: 'ws-a' });
 const valueOf = (outcome: CodeOutcome): unknown => {
   if (outcome.kind !== 'value') throw new Error(`expected a value, got ${JSON.stringify(outcome)}`);
   return JSON.parse(outcome.json);
@@ -49,8 +50,17 @@ describe('CodeSandbox: JSON in, JSON out', () => {
 
   it('given a source that does not parse, then run and syntaxError both name the syntax error, and nothing runs', async () => {
     expect(await run('return 1 +')).toEqual({ kind: 'syntax_error', message: expect.stringMatching(/^SyntaxError: /) });
-    expect(await sandbox.syntaxError('return (')).toMatch(/^SyntaxError: /);
-    expect(await sandbox.syntaxError('for (;;) {}')).toBeNull();
+    expect(await syntaxError('return (')).toMatch(/^SyntaxError: /);
+    expect(await syntaxError('for (;;) {}')).toBeNull();
+  });
+
+  it('given a source that closes its function early to reach the script around it, then syntaxError only compiles it: none of it runs', async () => {
+    // Evaluated, the first would throw "it ran" and the second loop until the compile's deadline.
+    expect(await syntaxError('}); throw new Error("it ran"); (function () {')).toBeNull();
+    expect(await syntaxError('}); for (;;) {} (function () {')).toBeNull();
+    expect(await syntaxError('}); return (; (function () {')).toMatch(/^SyntaxError: /);
+    // It is the text QuickJS's Function constructor compiles for the run: the verdicts agree.
+    expect(await run('}); throw new Error("it ran"); (function () {')).toEqual({ kind: 'syntax_error', message: 'Error: it ran' });
   });
 
   it('given code that replaces JSON.stringify, then only its own result can be affected', async () => {

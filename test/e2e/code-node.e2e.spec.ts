@@ -122,4 +122,40 @@ describe('code nodes run by a worker', () => {
       issues: [{ path: 'nodes[0].config.source', message: expect.stringContaining('does not compile: SyntaxError') }],
     });
   });
+
+  it('checks at publish by syntax alone: ten sources that would loop if run are published, and the next publish is checked', async () => {
+    // Each closes its function early; evaluated, it would loop on the api's compile thread.
+    const looping = '}); for (;;) {} (function () {';
+    const nodes = Array.from({ length: 10 }, (_, i) => ({
+      id: `c${i}`,
+      type: 'code',
+      config: { language: 'javascript', source: looping },
+    }));
+    const published = await api.put('/v1/workspaces/ws-a/workflows/compiled-only', { token: TOKENS.adminA, body: { nodes, edges: [] } });
+    expect(published.status).toBe(201);
+
+    const next = await api.put('/v1/workspaces/ws-a/workflows/broken-after', { token: TOKENS.adminA, body: codeWorkflow('return (') });
+    expect(next.status).toBe(400);
+    expect(next.body).toMatchObject({ code: 'validation_failed' });
+  });
+});
+
+describe('code sources checked at publish within FLOSTRA_CODE_CHECK_TIMEOUT_MS', () => {
+  let t: TestApp;
+  let api: ApiClient;
+
+  // A real time limit is what is under test: 1 ms is less than the compile thread takes to start.
+  beforeAll(async () => {
+    t = await startTestApp('pglite', { FLOSTRA_CODE_CHECK_TIMEOUT_MS: '1' });
+    api = client(t.url);
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  it('refuses a publish whose checks outlast it with 503 unavailable, and publishes nothing', async () => {
+    const res = await api.put('/v1/workspaces/ws-a/workflows/unchecked', { token: TOKENS.adminA, body: codeWorkflow('return 1') });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(res.body).toMatchObject({ code: 'unavailable', detail: expect.stringContaining('FLOSTRA_CODE_CHECK_TIMEOUT_MS'), timeoutMs: 1 });
+    expect((await api.get('/v1/workspaces/ws-a/workflows/unchecked', { token: TOKENS.adminA })).status).toBe(404);
+  });
 });

@@ -5,7 +5,7 @@ import { InProcessResultSink } from '../../src/app/in-process-result-sink.js';
 import { TokenRegistry } from '../../src/auth/token-registry.js';
 import { loadTokens } from '../../src/auth/tokens.loader.js';
 import type { TokenEntry } from '../../src/auth/tokens-file.schema.js';
-import { type AppConfig, loadConfig, runsRole, transformLimits } from '../../src/config/config.js';
+import { type AppConfig, codeShare, loadConfig, runsRole, transformLimits } from '../../src/config/config.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { randomIds } from '../../src/core/ids.js';
 import { createLogger, type Logger, type LogThreshold } from '../../src/core/logger.js';
@@ -219,6 +219,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
       concurrency: settings.concurrency ?? 4,
       egressAllow: settings.egressAllow ?? [],
       transform: transformLimits(config),
+      code: codeShare(config),
       // The app's own metrics, as main.ts gives a worker that shares its process.
       metrics: app.get(METRICS),
     });

@@ -162,9 +162,10 @@ class DagRun {
       this.state.record(nodeId, { status: 'cancelled', tries: 0 });
       return;
     }
-    const { executionId, attemptId, input } = this.options;
+    const { executionId, workspaceId, attemptId, input } = this.options;
     const context = {
       executionId,
+      workspaceId,
       attemptId,
       nodeId,
       idempotencyKey: `${executionId}:${nodeId}`,

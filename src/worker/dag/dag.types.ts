@@ -14,6 +14,8 @@ export interface NodeInput {
 /** What a node type gets besides its own configuration. */
 export interface NodeContext {
   readonly executionId: string;
+  /** The execution's workspace: shared resources (the interpreter threads) are divided between workspaces. */
+  readonly workspaceId: string;
   readonly attemptId: string;
   readonly nodeId: string;
   /** `<executionId>:<nodeId>`: the same in every try and every attempt of this node. */
@@ -21,6 +23,12 @@ export interface NodeContext {
   readonly input: NodeInput;
   /** Aborted when the run is cancelled or loses its lease: stop promptly and reject. */
   readonly signal: AbortSignal;
+  /**
+   * Aborted once this node, if it still waits for a shared resource (an interpreter thread), should
+   * never start: a map's items once the map failed. A node that drops its work then rejects with
+   * `NodeNotStartedError`; work already begun goes on.
+   */
+  readonly dropIfWaiting?: AbortSignal;
   /** 1 for the first try of this node in this attempt. */
   readonly tryNumber: number;
   /** The attempt's secrets, resolved on first use (docs/architecture.md, "Secrets"); absent when the run has none to give. */
@@ -136,6 +144,7 @@ export interface RunDagOptions {
    */
   readonly failedNodes?: Readonly<Record<string, ExecutionError>>;
   readonly executionId: string;
+  readonly workspaceId: string;
   readonly attemptId: string;
   /** Abort to cancel the run (cancellation requested, or the lease was lost). */
   readonly signal: AbortSignal;

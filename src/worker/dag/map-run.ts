@@ -26,8 +26,9 @@ export interface MapRunOptions extends TryNodeOptions {
  * Each item runs the inner node under the inner node's retry policy, with the input
  * `{ item, index, input, nodes }` and the idempotency key `<executionId>:<nodeId>:<index>`, at
  * most `concurrency` at once, started in index order. Once an item failed past its retries, no
- * new item starts; those running finish (and are recorded), then the map fails with the first
- * failure's code. The output is the items' outputs in item order.
+ * new item starts, and items still waiting for an interpreter thread are dropped (recorded as
+ * started only, as items of a cancelled attempt); those running finish (and are recorded), then
+ * the map fails with the first failure's code. The output is the items' outputs in item order.
  */
 export class MapRun {
   private readonly done = new Map<number, unknown>();
@@ -61,6 +62,8 @@ export class MapRun {
     const pending = items.map((_, index) => index).filter((index) => !this.done.has(index));
     const inner: WorkflowNode = { ...node.config.node, id: node.id, trigger: 'all_success' };
     let failure: { index: number; error: ExecutionError } | undefined;
+    // Promise 13 (docs/architecture.md): once the map failed, items still waiting for an interpreter never start.
+    const failed = new AbortController();
     let next = 0;
     const worker = async () => {
       while (next < pending.length && failure === undefined && !ctx.signal.aborted) {
@@ -72,6 +75,7 @@ export class MapRun {
             ...ctx,
             idempotencyKey: `${ctx.idempotencyKey}:${index}`,
             input: { input: ctx.input.input, nodes: ctx.input.nodes, item: items[index], index },
+            dropIfWaiting: failed.signal,
           },
           this.options,
         );
@@ -80,6 +84,7 @@ export class MapRun {
           this.record('completed', index, outcome.output);
         } else if (outcome.status === 'failed') {
           failure ??= { index, error: outcome.error };
+          failed.abort();
           this.record('failed', index, outcome.error);
         }
       }

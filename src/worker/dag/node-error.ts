@@ -20,6 +20,17 @@ export class NodeError extends Error {
   }
 }
 
+/**
+ * The node's work never began: it was still waiting for a shared resource (an interpreter thread)
+ * when its `dropIfWaiting` signal aborted. Not a failure of the node: the try does not count.
+ */
+export class NodeNotStartedError extends Error {
+  constructor(nodeId: string) {
+    super(`node ${nodeId} was dropped before it started`);
+    this.name = new.target.name;
+  }
+}
+
 /** The code of a failure that was not a NodeError: a bug or an unexpected rejection in a node type. */
 export const UNEXPECTED_NODE_ERROR = 'node_error';
 

@@ -3,7 +3,7 @@ import type { ExecutionError } from '../../executions/domain/execution.events.js
 import { backoffMs, shouldRetry } from '../../executions/domain/retry-policy.js';
 import type { WorkflowNode } from '../../workflows/domain/workflow-graph.schema.js';
 import type { ExecuteNode, NodeContext, Sleep } from './dag.types.js';
-import { NodeError, toNodeFailure } from './node-error.js';
+import { NodeError, NodeNotStartedError, toNodeFailure } from './node-error.js';
 
 /** The code of a try that outlived the node's `timeoutMs`. */
 export const NODE_TIMEOUT = 'node_timeout';
@@ -26,7 +26,8 @@ export interface TryNodeOptions {
 /**
  * Runs a node under its own retry policy, inside the attempt: exponential backoff with jitter
  * between tries, no retry for `nonRetryable` codes or `retryable: false`. Once the signal is
- * aborted, whatever the node threw counts as cancellation, not as a node failure. With a
+ * aborted, whatever the node threw counts as cancellation, not as a node failure; so does a try
+ * dropped before it started (`NodeNotStartedError`). With a
  * node-level `timeoutMs`, each try is bounded by it (see `tryWithDeadline`).
  */
 export async function tryNode(node: WorkflowNode, context: Omit<NodeContext, 'tryNumber'>, options: TryNodeOptions): Promise<TriesOutcome> {
@@ -39,6 +40,7 @@ export async function tryNode(node: WorkflowNode, context: Omit<NodeContext, 'tr
       return { status: 'succeeded', output: output === undefined ? null : output, tries: tryNumber };
     } catch (thrown) {
       if (signal.aborted) return { status: 'cancelled', tries: tryNumber };
+      if (thrown instanceof NodeNotStartedError) return { status: 'cancelled', tries: tryNumber - 1 };
       error = toNodeFailure(thrown);
     }
     if (!shouldRetry(node.retry, tryNumber, error)) return { status: 'failed', error, tries: tryNumber };

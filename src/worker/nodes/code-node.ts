@@ -1,5 +1,5 @@
 import type { CodeSandbox } from '../../sandbox/code-sandbox.js';
-import { NodeError } from '../dag/node-error.js';
+import { NodeError, NodeNotStartedError } from '../dag/node-error.js';
 import type { NodeExecutor } from './node-executor.js';
 
 /**
@@ -8,12 +8,19 @@ import type { NodeExecutor } from './node-executor.js';
  * JSON; the output is the function's return value, as JSON. Failures are not retryable, as the
  * same code over the same input fails the same way: `code_error` (a syntax error, a throw, a
  * result that is not JSON), `code_timeout` and `code_memory_exceeded`, each naming its limit.
- * `code_unavailable` (retryable) means the interpreter itself could not run.
+ * `code_unavailable` (retryable) means the interpreter itself could not run. Runs share the
+ * sandbox's threads by workspace (`ctx.workspaceId`); one still waiting for a thread when
+ * `ctx.dropIfWaiting` aborts never starts.
  */
 export function createCodeNode(sandbox: CodeSandbox): NodeExecutor<'code'> {
   return async (node, ctx) => {
     const { source, timeoutMs, memoryMb } = node.config;
-    const outcome = await sandbox.run(source, JSON.stringify(ctx.input), { timeoutMs, memoryMb }, ctx.signal);
+    const outcome = await sandbox.run(
+      source,
+      JSON.stringify(ctx.input),
+      { timeoutMs, memoryMb },
+      { workspaceId: ctx.workspaceId, signal: ctx.signal, dropIfWaiting: ctx.dropIfWaiting },
+    );
     switch (outcome.kind) {
       case 'value':
         return JSON.parse(outcome.json) as unknown;
@@ -31,6 +38,8 @@ export function createCodeNode(sandbox: CodeSandbox): NodeExecutor<'code'> {
         );
       case 'cancelled':
         throw ctx.signal.reason ?? new Error('the run was aborted');
+      case 'dropped':
+        throw new NodeNotStartedError(node.id);
       case 'unavailable':
         throw new NodeError('code_unavailable', `the JavaScript interpreter could not run: ${outcome.message}`, true);
     }

@@ -115,6 +115,7 @@ describe('http node', () => {
         graph,
         input: {},
         executionId: 'exec-9',
+        workspaceId: 'ws-a',
         attemptId: 'attempt-1',
         signal: new AbortController().signal,
         executeNode: registry.execute,

@@ -119,6 +119,7 @@ export class AttemptRunner {
         completedNodes: claim.completedNodes,
         failedNodes: claim.failedNodes,
         executionId: claim.executionId,
+        workspaceId: claim.workspaceId,
         attemptId: claim.attemptId,
         signal: controller.signal,
         concurrency: this.options.nodeConcurrency,

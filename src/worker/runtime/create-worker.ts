@@ -1,7 +1,7 @@
 import type { Bus } from '../../core/bus.port.js';
 import type { Logger } from '../../core/logger.js';
 import type { Metrics } from '../../core/metrics.port.js';
-import { CodeSandbox } from '../../sandbox/code-sandbox.js';
+import { CodeSandbox, type CodeSandboxOptions } from '../../sandbox/code-sandbox.js';
 import { createEgressGuard } from '../egress/egress-guard.js';
 import { createNodeRegistry } from '../nodes/node-registry.js';
 import { TransformSandbox, type TransformSandboxOptions } from '../nodes/transform-sandbox.js';
@@ -22,6 +22,8 @@ interface WorkerSettings {
   groupId?: string;
   /** Limits of transform evaluation (FLOSTRA_TRANSFORM_*): the defaults where absent. */
   transform?: Partial<TransformSandboxOptions>;
+  /** Threads of the code sandbox and each workspace's share of them (FLOSTRA_CODE_*): the defaults where absent. */
+  code?: Pick<CodeSandboxOptions, 'threads' | 'cpuBudgetMs' | 'cpuWindowMs'>;
   /** Where attempt and node durations go (the process's metrics); none when absent. */
   metrics?: Metrics;
   /** See WorkerService's options. */
@@ -34,7 +36,7 @@ export function createWorker(options: CreateWorkerOptions): WorkerService {
   const cidrs = options.egressAllow.filter((entry) => entry.includes('/'));
   const hosts = options.egressAllow.filter((entry) => !entry.includes('/'));
   const transforms = new TransformSandbox(options.transform);
-  const code = new CodeSandbox();
+  const code = new CodeSandbox(options.code);
   const registry = createNodeRegistry({ egress: createEgressGuard({ allow: { cidrs, hosts } }), transform: transforms, code });
   return new WorkerService({
     ...('controlPlane' in options ? { controlPlane: options.controlPlane } : { apiUrl: options.apiUrl, token: options.token }),

@@ -34,7 +34,7 @@ export class WorkflowsController {
     const workspaceId = parseName(rawWorkspaceId, 'workspaceId');
     const name = parseName(rawName, 'name');
     const graph = parsePublishBody(body);
-    await assertCodeCompiles(graph, this.code.check);
+    await assertCodeCompiles(graph, this.code.forPublish(workspaceId));
     const result = await this.commands.execute(new PublishWorkflowCommand(principal, workspaceId, name, graph));
     res.status(result.status);
     return { ...result.body, position: result.position };

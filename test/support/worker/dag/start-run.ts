@@ -9,6 +9,7 @@ export function startRun(options: Pick<RunDagOptions, 'graph' | 'executeNode'> &
   const result = runDag({
     input: { order: 7 },
     executionId: 'exec-1',
+    workspaceId: 'ws-a',
     attemptId: 'attempt-1',
     signal: controller.signal,
     concurrency: 4,
