@@ -110,6 +110,15 @@ describe('the OpenAPI document builder', () => {
     expect(paths['/v1/widgets/poke'].post!.requestBody).toMatchObject({ required: false });
   });
 
+  it('answers too_many_requests only where a token’s share of request handling applies', () => {
+    expect(answerableCodes(getWidget)).toContain('too_many_requests');
+    expect(answerableCodes(poke)).not.toContain('too_many_requests');
+    expect(answerableCodes({ ...getWidget, longPoll: true })).not.toContain('too_many_requests');
+    expect(answerableCodes({ ...getWidget, access: globalRole('worker') })).not.toContain('too_many_requests');
+    const stream = { kind: 'event-stream', description: 'Events.', schema: widget } as const;
+    expect(answerableCodes({ ...getWidget, responses: { 200: stream } })).not.toContain('too_many_requests');
+  });
+
   it('groups the problem codes a route answers by status, each a Problem', () => {
     expect(answerableCodes(createWidget)).toEqual([
       'validation_failed',
@@ -121,9 +130,10 @@ describe('the OpenAPI document builder', () => {
       'concurrency_conflict',
       'payload_too_large',
       'unsupported_media_type',
+      'too_many_requests',
     ]);
     const responses = build().paths!['/v1/widgets'].post!.responses!;
-    expect(Object.keys(responses)).toEqual(['201', '400', '401', '403', '408', '409', '413', '415']);
+    expect(Object.keys(responses)).toEqual(['201', '400', '401', '403', '408', '409', '413', '415', '429']);
     expect(responses['409']).toMatchObject({
       content: {
         'application/problem+json': {
