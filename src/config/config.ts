@@ -47,6 +47,7 @@ export const DEFAULT_SSE_MAX_STREAMS_PER_TOKEN = 50;
 export const DEFAULT_SSE_MAX_STREAMS = 5_000;
 export const DEFAULT_HTTP_MAX_INFLIGHT_PER_TOKEN = 4;
 export const DEFAULT_HTTP_MAX_QUEUED_PER_TOKEN = 1_000;
+export const DEFAULT_HTTP_CONTENTION_WINDOW_MS = 1_000;
 
 /** Schedules one workspace may hold, and the least time between two of a schedule's fire times. */
 export const DEFAULT_MAX_SCHEDULES_PER_WORKSPACE = 100;
@@ -248,6 +249,7 @@ const envSchema = z.object({
   FLOSTRA_SSE_MAX_STREAMS: integer(DEFAULT_SSE_MAX_STREAMS, 1, 1_000_000),
   FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN: integer(DEFAULT_HTTP_MAX_INFLIGHT_PER_TOKEN, 1, 100_000),
   FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN: integer(DEFAULT_HTTP_MAX_QUEUED_PER_TOKEN, 0, 1_000_000),
+  FLOSTRA_HTTP_CONTENTION_WINDOW_MS: integer(DEFAULT_HTTP_CONTENTION_WINDOW_MS, 0, 3_600_000, ' number of milliseconds'),
   FLOSTRA_TRANSFORM_TIMEOUT_MS: integer(DEFAULT_TRANSFORM_TIMEOUT_MS, 10, 600_000, ' number of milliseconds'),
   FLOSTRA_TRANSFORM_MEMORY_MB: integer(DEFAULT_TRANSFORM_MEMORY_MB, 16, 4_096, ' number of MB'),
   FLOSTRA_TRANSFORM_PROCESSES: integer(DEFAULT_TRANSFORM_PROCESSES, 1, 64),
@@ -379,10 +381,12 @@ function toConfig(env: Env) {
     httpBodyTimeoutMs: env.FLOSTRA_HTTP_BODY_TIMEOUT_MS,
     /** Node's `requestTimeout`: the whole request (not the response: SSE streams stay open). */
     httpRequestTimeoutMs: env.FLOSTRA_HTTP_REQUEST_TIMEOUT_MS,
-    /** Requests of one token handled at once; more wait their turn (src/http/request-gate.ts). */
+    /** Requests of one token handled at once while another token is active; more wait their turn (src/http/request-gate.ts). */
     httpMaxInFlightPerToken: env.FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN,
     /** Requests of one token waiting beyond those; one more is 429 too_many_requests. */
     httpMaxQueuedPerToken: env.FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN,
+    /** How long a token counts as active after its last request arrived. */
+    httpContentionWindowMs: env.FLOSTRA_HTTP_CONTENTION_WINDOW_MS,
     /** Open SSE streams one token may hold in this process. */
     sseMaxStreamsPerToken: env.FLOSTRA_SSE_MAX_STREAMS_PER_TOKEN,
     /** Open SSE streams this process serves at once. */

@@ -22,6 +22,7 @@ export type HttpShellConfig = Pick<
   | 'httpRequestTimeoutMs'
   | 'httpMaxInFlightPerToken'
   | 'httpMaxQueuedPerToken'
+  | 'httpContentionWindowMs'
 >;
 
 /**
@@ -53,7 +54,13 @@ export function configureHttp(
   const sessions = providerOf<SessionStore>(app, SESSION_STORE);
   if (sessions !== null) app.use(authenticateSession(sessions));
   // Before the body is read: a request that waits its turn costs only its socket.
-  app.use(gateRequests({ inFlight: config.httpMaxInFlightPerToken, queued: config.httpMaxQueuedPerToken }));
+  app.use(
+    gateRequests({
+      inFlight: config.httpMaxInFlightPerToken,
+      queued: config.httpMaxQueuedPerToken,
+      contentionWindowMs: config.httpContentionWindowMs,
+    }),
+  );
   app.use(
     readJsonBody({
       limitBytes: config.maxBodyBytes,

@@ -27,10 +27,28 @@ class HoldController {
     return { name, body };
   }
 
+  @Post('gate/quick')
+  quick() {
+    return {};
+  }
+
   @Post('v1/workspaces/:workspaceId/task-queues/:queue/poll')
   async poll(@Param('queue') queue: string) {
     return this.hold(queue, {});
   }
+}
+
+async function startApp(env: Record<string, string>): Promise<{ app: NestExpressApplication; base: string }> {
+  const registry = new TokenRegistry([
+    { token: TENANT_A, subject: 'tenant-a', workspaces: { a: 'operator' }, global: [] },
+    { token: TENANT_B, subject: 'tenant-b', workspaces: { b: 'operator' }, global: [] },
+    { token: WORKER, subject: 'worker', workspaces: {}, global: ['worker'] },
+  ]);
+  const moduleRef = await Test.createTestingModule({ imports: [AuthModule.forRoot(registry)], controllers: [HoldController] }).compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
+  configureHttp(app, loadConfig(env), createLogger({ level: 'error', write: () => undefined }));
+  await app.listen(0, '127.0.0.1');
+  return { app, base: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}` };
 }
 
 describe('each token’s share of request handling', () => {
@@ -38,17 +56,14 @@ describe('each token’s share of request handling', () => {
   let base: string;
 
   beforeAll(async () => {
-    const registry = new TokenRegistry([
-      { token: TENANT_A, subject: 'tenant-a', workspaces: { a: 'operator' }, global: [] },
-      { token: TENANT_B, subject: 'tenant-b', workspaces: { b: 'operator' }, global: [] },
-      { token: WORKER, subject: 'worker', workspaces: {}, global: ['worker'] },
-    ]);
-    const moduleRef = await Test.createTestingModule({ imports: [AuthModule.forRoot(registry)], controllers: [HoldController] }).compile();
-    app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
-    const config = loadConfig({ FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN: '2', FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN: '1' });
-    configureHttp(app, config, createLogger({ level: 'error', write: () => undefined }));
-    await app.listen(0, '127.0.0.1');
-    base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+    // Two in flight and one waiting per token while another token was seen within the hour.
+    ({ app, base } = await startApp({
+      FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN: '2',
+      FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN: '1',
+      FLOSTRA_HTTP_CONTENTION_WINDOW_MS: '3600000',
+    }));
+    const seen = await fetch(`${base}/gate/quick`, { method: 'POST', headers: { authorization: `Bearer ${TENANT_B}` } });
+    expect(seen.status).toBe(201);
   });
 
   afterAll(async () => {
@@ -149,5 +164,23 @@ describe('each token’s share of request handling', () => {
     await eventually(() => began.length === 4, 'every worker call to begin');
     await Promise.all(['w1', 'w2', 'w3', 'w4'].map(release));
     expect((await Promise.all(calls)).map((answer) => answer.status)).toEqual([201, 201, 201, 201]);
+  });
+});
+
+describe('a token alone', () => {
+  it('is not held to a share: all its requests go at once', async () => {
+    const { app, base } = await startApp({ FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN: '2', FLOSTRA_HTTP_CONTENTION_WINDOW_MS: '0' });
+    try {
+      began.length = 0;
+      const names = ['e1', 'e2', 'e3', 'e4'];
+      const calls = names.map((name) =>
+        fetch(`${base}/gate/hold/${name}`, { method: 'POST', headers: { authorization: `Bearer ${TENANT_A}` } }),
+      );
+      await eventually(() => began.length === 4, 'every request to begin');
+      for (const name of names) releases.get(name)?.();
+      expect((await Promise.all(calls)).map((answer) => answer.status)).toEqual([201, 201, 201, 201]);
+    } finally {
+      await app.close();
+    }
   });
 });

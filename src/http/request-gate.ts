@@ -8,7 +8,8 @@ export const REQUEST_GATE_RETRY_AFTER_SECONDS = 1;
 
 /**
  * Express middleware, after authentication and before the body reader: a request made with a
- * token (or a browser session) goes through that token's place in the FairRequestGate. Not
+ * token (or a browser session) goes through that token's place in the FairRequestGate (on the
+ * monotonic clock: the window is a span of time, not a date). Not
  * gated: requests without a principal (they are refused or public), long requests (live streams,
  * task polls), health checks, and the global `worker` role's calls, whose number the worker's own
  * concurrency bounds.
@@ -20,7 +21,7 @@ export function gateRequests(limits: FairRequestGateLimits) {
     if (principal === undefined || principal.global.has('worker') || ungated(request)) return next();
     const key = principal.tokenId;
     let started = false;
-    const entry = gate.enter(key, () => {
+    const entry = gate.enter(key, performance.now(), () => {
       started = true;
       next();
     });
@@ -31,7 +32,7 @@ export function gateRequests(limits: FairRequestGateLimits) {
     // 'close' comes once the answer is sent, or when the client goes away: a request handled
     // gives its place to the next, one still waiting (its client gave up) leaves the queue.
     response.once('close', () => {
-      if (started) gate.leave(key);
+      if (started) gate.leave(key, performance.now());
       else if (entry.kind === 'wait') entry.cancel();
     });
     if (entry.kind === 'go') {
