@@ -62,9 +62,18 @@ const mapItemIndex = z.number().int().min(0);
 
 /**
  * The parent of a child execution (a `subworkflow` node's run): its execution, the node, and how
- * deep the child sits (a top-level execution is at depth 0, its children at 1).
+ * deep the child sits (a top-level execution is at depth 0, its children at 1). `rootExecutionId`
+ * (the top-level execution, whose tree the child counts in) and `ancestors` (the workflow names
+ * from the root down to the parent) are optional: children started before trees were bounded
+ * have neither, and read as the roots of trees of their own (subworkflow-children.ts).
  */
-export const parentLinkSchema = z.object({ executionId: z.string(), nodeId: z.string(), depth: z.number().int().min(1) });
+export const parentLinkSchema = z.object({
+  executionId: z.string(),
+  nodeId: z.string(),
+  depth: z.number().int().min(1),
+  rootExecutionId: z.string().optional(),
+  ancestors: z.array(z.string()).optional(),
+});
 export type ParentLink = z.infer<typeof parentLinkSchema>;
 
 /** How a child execution ended, as its parent records it. */
