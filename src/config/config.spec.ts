@@ -124,6 +124,7 @@ describe('loadConfig', () => {
       FLOSTRA_LEASE_RENEW_MS: '2000',
       FLOSTRA_LEASE_POLL_MS: '250',
       FLOSTRA_SHUTDOWN_GRACE_MS: '5000',
+      FLOSTRA_MAX_EXECUTIONS_PER_TREE: '250',
       FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: '10000',
     });
     expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
@@ -141,6 +142,7 @@ describe('loadConfig', () => {
       tokensFile: '/etc/flostra/tokens.json',
       tokensReload: 'sighup',
       maxBodyBytes: 2048,
+      maxExecutionsPerTree: 250,
       apiUrl: 'http://api:3000',
       workerToken: 'secret-worker-token',
       workerTransport: 'http',
