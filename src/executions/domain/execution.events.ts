@@ -169,10 +169,16 @@ export const executionEventSchemas = {
   ExecutionAwaitingSlot: z.object({
     attemptId: z.string(),
     attemptNumber: z.number().int().min(1),
-    reason: z.enum(['start', 'redrive']),
+    /** `resume`: the run gave its slot back while it waited only for child executions (`SlotYielded`), and goes on now. */
+    reason: z.enum(['start', 'redrive', 'resume']),
     waitingFor: z.enum(['workspace_quota']),
     at: isoTime,
   }),
+  /**
+   * The run gave back the quota slot `attemptId` took: its attempt is suspended and it waits for
+   * nothing but child executions, which may need that slot. Its resume waits for a slot again.
+   */
+  SlotYielded: z.object({ attemptId: z.string(), at: isoTime }),
   AttemptClaimed: z.object({
     attemptId: z.string(),
     workerId: z.string(),
