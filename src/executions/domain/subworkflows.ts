@@ -108,7 +108,7 @@ export function recordChildResult(s: StartedExecution, command: RecordChildResul
     ];
   }
   const cause = data.error ? `: ${data.error.code}: ${data.error.message}` : '';
-  const error: ExecutionError = {
+  const error: ExecutionError = data.nodeError ?? {
     code: 'child_failed',
     message: `child execution ${child.childExecutionId} ended ${data.outcome}${cause}`.slice(0, 4096),
     retryable: true,

@@ -12,7 +12,13 @@ import type { ExecutionEvent, ExecutionEventOf } from '../../executions/domain/e
 import { isFinal } from '../../executions/domain/execution.state.js';
 import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
+import type { WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
+import { childLinkOf, rootOf } from '../../executions/domain/subworkflow-children.js';
+import type { ExecutionError } from '../../executions/domain/execution.events.js';
+import type { StartedExecution } from '../../executions/domain/execution.state.js';
+import { refusal, treeExecutions } from '../domain/tree.decider.js';
 import type { ChildLink, ChildLinks } from '../infrastructure/child-links.js';
+import type { TreeStreams } from './tree-streams.js';
 
 export const SUBWORKFLOWS_ACTOR = systemActor('subworkflows');
 
@@ -31,6 +37,10 @@ export interface SubworkflowManagerDeps {
   workflows: Pick<WorkflowQueries, 'getRevision'>;
   checkpoints: CheckpointStore;
   links: ChildLinks;
+  trees: TreeStreams;
+  workspaces: Pick<WorkspaceStreams, 'settings'>;
+  /** Executions a tree may hold where its workspace sets no `maxExecutionsPerTree`. */
+  maxExecutionsPerTree: number;
   clock: Clock;
   logger: Logger;
 }
@@ -60,6 +70,13 @@ const CONCURRENCY = 16;
  *   (`RecordChildResult`), then marks the link ended.
  * - `CancelRequested`, or any end, of an execution with open children: cancels them (each child's
  *   own cancel reaches its children the same way, level by level).
+ * - `CancelRequested` of a root: closes its tree (`tree-<rootId>`) in one append, so that no child
+ *   anywhere below it is admitted any more, whatever level its parent's cancel has reached.
+ *
+ * A child takes its place in its root's tree before it starts: beyond the tree's bound its node
+ * fails `subworkflow_tree_limit_exceeded`, and in a closed tree it ends `cancelled` unstarted. In a
+ * workspace with a concurrency bound it waits for a slot like any run (its parent, waiting only for
+ * children, gave its own back: admit-execution.ts).
  *
  * Every step is idempotent and the links are written before the step that needs them, so a
  * crash anywhere is finished by reading the log again from the checkpoint, never done twice.
@@ -110,6 +127,7 @@ export class SubworkflowManager {
     const requests: ChildRequest[] = [];
     const endings = new Map<string, Ending>();
     const cancels = new Set<string>();
+    const requested: string[] = [];
     for (const recorded of batch) {
       const { type } = recorded;
       if (type !== 'ChildExecutionStarted' && type !== 'CancelRequested' && !ENDINGS.has(type)) continue;
@@ -121,11 +139,15 @@ export class SubworkflowManager {
         continue;
       }
       cancels.add(executionId);
-      if (event.type !== 'CancelRequested') endings.set(executionId, event as Ending);
+      if (event.type === 'CancelRequested') requested.push(executionId);
+      else endings.set(executionId, event as Ending);
     }
     const last = batch[batch.length - 1];
     if (last === undefined) return;
-    // Starts first: a cancel of the parent, or the child's end, read in the same batch then finds the link.
+    // A root's cancel closes its tree before any start of the batch: a child asked for anywhere
+    // below it, even just before the cancel, is no longer started.
+    await inChunks(requested, (executionId) => this.closeTreeOf(executionId));
+    // Starts next: a cancel of the parent, or the child's end, read in the same batch then finds the link.
     await inChunks(requests, (request) => this.startChild(request));
     const open = await this.deps.links.openOf([...endings.keys()], [...cancels]);
     const cancelled = open.filter((link) => cancels.has(link.parentExecutionId));
@@ -135,7 +157,7 @@ export class SubworkflowManager {
     });
     await inChunks(cancelled, (link) => this.cancelChild(link));
     await inChunks(ends, ({ link, event }) => this.recordEnd(link, event));
-    const changed = requests.length + ends.length + cancelled.length > 0;
+    const changed = requested.length + requests.length + ends.length + cancelled.length > 0;
     // The runner never stores a skipped position while a batch is in hand: this one is the newest.
     if (this.throttle.shouldSave(changed, last.position)) await this.deps.checkpoints.save(this.options.name, last.position);
   }
@@ -164,6 +186,9 @@ export class SubworkflowManager {
       await this.startFailed(link, error.message);
       return;
     }
+    const parentLink = childLinkOf(parent, request.nodeId);
+    const { settings } = (await this.deps.workspaces.settings(request.workspaceId)).state;
+    if (!(await this.takePlace(link, parent, settings.maxExecutionsPerTree ?? this.deps.maxExecutionsPerTree))) return;
     const childId = request.childExecutionId;
     await this.deps.executions.handle(
       childId,
@@ -182,9 +207,9 @@ export class SubworkflowManager {
           input: input as Record<string, unknown>,
           idempotency: null,
           attemptId: uuidV5(`${childId}:attempt:1`),
-          // A child runs under its parent's quota slot: waiting for one of its own could wait for ever.
-          waitFor: null,
-          parent: { executionId: request.parentExecutionId, nodeId: request.nodeId, depth: request.depth },
+          // Counted by the workspace's quota like any run; its parent, waiting only for children, gave its slot back.
+          waitFor: settings.maxConcurrentExecutions === null ? null : 'workspace_quota',
+          parent: parentLink,
         },
         metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
       },
@@ -192,9 +217,43 @@ export class SubworkflowManager {
     );
     // A cancel (or end) of the parent appended since it was loaded may have been read by another
     // replica before this child existed (its cancel found no stream): look again, now it does.
+    // So for the root's tree: a child admitted just before the close is cancelled as it starts.
     const { state: now } = await this.deps.executions.load(request.parentExecutionId);
-    if (isFinal(now) || now.cancelRequest) await this.cancelChild(link);
+    const { state: tree } = await this.deps.trees.read(rootOf(parent));
+    if (isFinal(now) || now.cancelRequest || tree.closed) await this.cancelChild(link);
     await this.options.hooks.afterChildStarted?.(link);
+  }
+
+  /**
+   * Takes the child's place in its root's tree (the place it already has, when its start is
+   * retried). Without one, the child is never started: beyond the bound its node fails, not
+   * retryable; in a closed tree (the root was cancelled) it ends `cancelled` on its parent.
+   */
+  private async takePlace(link: ChildLink, parent: StartedExecution, bound: number): Promise<boolean> {
+    const rootExecutionId = rootOf(parent);
+    const { state } = await this.deps.trees.admit({ ...link, rootExecutionId }, bound);
+    const refused = refusal(state, link.childExecutionId);
+    if (refused === null) return true;
+    if (refused === 'closed') {
+      const message = `the tree of execution ${rootExecutionId} was cancelled before the child started`;
+      await this.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
+      return false;
+    }
+    const nodeError: ExecutionError = {
+      code: 'subworkflow_tree_limit_exceeded',
+      message: `the sub-workflow tree of execution ${rootExecutionId} holds ${treeExecutions(state)} executions; at most ${bound} run in one tree`,
+      retryable: false,
+    };
+    this.deps.logger.warn('a child execution was refused: its tree is full', { ...link, rootExecutionId, bound });
+    await this.record(link, { outcome: 'failed', error: nodeError, nodeError });
+    return false;
+  }
+
+  /** A root was cancelled: its tree admits no child any more, at whatever level (a child's own cancel closes nothing). */
+  private async closeTreeOf(executionId: string): Promise<void> {
+    const { state } = await this.deps.executions.load(executionId);
+    if (rootOf(state) !== executionId) return;
+    await this.deps.trees.close(executionId, state.workspaceId, `execution ${executionId} was cancelled`);
   }
 
   /**
