@@ -235,7 +235,10 @@ export class SubworkflowManager {
     const refused = refusal(state, link.childExecutionId);
     if (refused === null) return true;
     if (refused === 'closed') {
+      // The parent is cancelled with its tree (its own cancel may still be on its way, level by
+      // level) before the child's end is recorded, so that the never-started child fails nothing.
       const message = `the tree of execution ${rootExecutionId} was cancelled before the child started`;
+      await this.requestCancel(link.parentExecutionId, `the tree of execution ${rootExecutionId} was cancelled`);
       await this.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
       return false;
     }
@@ -315,11 +318,15 @@ export class SubworkflowManager {
   }
 
   /** The parent was cancelled or ended: its running child is cancelled (an ended one answers no change). */
-  private async cancelChild(link: ChildLink): Promise<void> {
+  private cancelChild(link: ChildLink): Promise<void> {
+    return this.requestCancel(link.childExecutionId, `parent execution ${link.parentExecutionId} was cancelled or ended`);
+  }
+
+  private async requestCancel(executionId: string, reason: string): Promise<void> {
     try {
-      await this.deps.executions.handle(link.childExecutionId, {
+      await this.deps.executions.handle(executionId, {
         type: 'RequestCancel',
-        data: { reason: `parent execution ${link.parentExecutionId} was cancelled or ended` },
+        data: { reason },
         metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
       });
     } catch (error) {
