@@ -138,11 +138,9 @@ export const executionViewSchema = z
         executionId: uuidField,
         nodeId: identifierField,
         depth: z.number().int().min(1),
-        rootExecutionId: uuidField
-          .nullable()
-          .meta({
-            description: 'The top-level execution whose tree this child counts in; null for a child started before trees were bounded.',
-          }),
+        rootExecutionId: uuidField.nullable().meta({
+          description: 'The top-level execution whose tree this child counts in; null for a child started before trees were bounded.',
+        }),
       })
       .nullable()
       .meta({ description: 'The parent execution, its node, how deep this child sits (its children sit one level deeper), and its root.' }),

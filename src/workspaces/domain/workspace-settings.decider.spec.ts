@@ -53,7 +53,7 @@ describe('ChangeWorkspaceSettings', () => {
         {
           ...changed(5, 1_000),
           data: { ...changed(5, 1_000).data, settings: { maxConcurrentExecutions: 5, maxExecutionsPerTree: 40 } },
-        } as WorkspaceEvent,
+        },
       ]);
     const old = {
       workspaceId: 'ws-a',
