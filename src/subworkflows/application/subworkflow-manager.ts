@@ -254,8 +254,13 @@ export class SubworkflowManager {
 
   /** A root was cancelled: its tree admits no child any more, at whatever level (a child's own cancel closes nothing). */
   private async closeTreeOf(executionId: string): Promise<void> {
-    const { state } = await this.deps.executions.load(executionId);
-    if (rootOf(state) !== executionId) return;
+    const loaded = await this.deps.executions.load(executionId).catch((error: unknown) => {
+      // Deleted since (retention): nothing of its tree starts any more.
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    });
+    if (loaded === null || rootOf(loaded.state) !== executionId) return;
+    const { state } = loaded;
     await this.deps.trees.close(executionId, state.workspaceId, `execution ${executionId} was cancelled`);
   }
 
