@@ -131,6 +131,26 @@ describe('subworkflow manager: trees', () => {
     expect(await store.headPosition()).toBe(head);
   });
 
+  it("a manager stopped between a child's place and its start: the next one starts it once, in the same place", async () => {
+    await rootAskedFor('invoice', ['a']);
+    const logger = createLogger({ level: 'silent' });
+    const stopped = new Error('stopped after the place was taken');
+    const dying = await createSubworkflowManager(
+      { store, sql: opened.sql, executions, workspaces, maxExecutionsPerTree: 3, clock, logger },
+      { hooks: { afterPlaceTaken: () => Promise.reject(stopped) } },
+    );
+    await expect(dying.track(await logAfter(null))).rejects.toBe(stopped);
+    const child = childExecutionIdOf(EXECUTION_ID, 'a', 1);
+    expect(await exists(child)).toBe(false);
+
+    await manager.track(await logAfter(null));
+    await manager.track(await logAfter(null));
+    expect(await exists(child)).toBe(true);
+    const starts = (await store.readStream(executionStreamId(child))).filter((e) => e.type === 'ExecutionStarted');
+    expect(starts).toHaveLength(1);
+    expect((await store.readStream(treeStreamId(EXECUTION_ID))).map((e) => e.type)).toEqual(['TreeMemberAdmitted']);
+  });
+
   it("takes the workspace's tree bound over the default, and a child of a bounded workspace waits for a slot", async () => {
     await workspaces.changeSettings(WORKSPACE_ID, { maxConcurrentExecutions: 1, maxExecutionsPerTree: 2 }, 'alice');
     await rootAskedFor('invoice', ['a', 'b']);

@@ -27,6 +27,8 @@ export const SUBWORKFLOWS_ACTOR = systemActor('subworkflows');
  * process stopped there; the next manager must finish the work.
  */
 export interface SubworkflowHooks {
+  /** The child has its place in its root's tree; its stream is not started yet. */
+  afterPlaceTaken?(link: ChildLink): Promise<void> | void;
   /** The child's stream was started; the parent's checkpoint has not moved past its request. */
   afterChildStarted?(link: ChildLink): Promise<void> | void;
 }
@@ -189,6 +191,7 @@ export class SubworkflowManager {
     const parentLink = childLinkOf(parent, request.nodeId);
     const { settings } = (await this.deps.workspaces.settings(request.workspaceId)).state;
     if (!(await this.takePlace(link, parent, settings.maxExecutionsPerTree ?? this.deps.maxExecutionsPerTree))) return;
+    await this.options.hooks.afterPlaceTaken?.(link);
     const childId = request.childExecutionId;
     await this.deps.executions.handle(
       childId,
