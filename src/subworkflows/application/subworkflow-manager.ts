@@ -1,26 +1,23 @@
-import { systemActor } from '../../core/actors.js';
 import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
-import { InvalidStateError, NotFoundError } from '../../core/errors.js';
+import { NotFoundError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import { uuidV5 } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
-import type { RecordChildResult } from '../../executions/domain/execution.commands.js';
 import { executionStreamId, parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
-import type { ExecutionEvent, ExecutionEventOf } from '../../executions/domain/execution.events.js';
-import { isFinal } from '../../executions/domain/execution.state.js';
+import type { ExecutionError, ExecutionEventOf } from '../../executions/domain/execution.events.js';
+import { isFinal, type StartedExecution } from '../../executions/domain/execution.state.js';
+import { childLinkOf, rootOf } from '../../executions/domain/subworkflow-children.js';
 import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
 import type { WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
-import { childLinkOf, rootOf } from '../../executions/domain/subworkflow-children.js';
-import type { ExecutionError } from '../../executions/domain/execution.events.js';
-import type { StartedExecution } from '../../executions/domain/execution.state.js';
 import { refusal, treeExecutions } from '../domain/tree.decider.js';
 import type { ChildLink, ChildLinks } from '../infrastructure/child-links.js';
+import { ChildOutcomes, type Ending, SUBWORKFLOWS_ACTOR } from './child-outcomes.js';
 import type { TreeStreams } from './tree-streams.js';
 
-export const SUBWORKFLOWS_ACTOR = systemActor('subworkflows');
+export { SUBWORKFLOWS_ACTOR };
 
 /**
  * Fault injection for tests: awaited at the step named. A hook that never resolves stands for a
@@ -55,7 +52,6 @@ export interface SubworkflowManagerOptions {
 }
 
 type ChildRequest = ExecutionEventOf<'ChildExecutionStarted'>['data'] & { parentExecutionId: string; workspaceId: string };
-type Ending = Extract<ExecutionEvent, { type: 'ExecutionSucceeded' | 'ExecutionFailed' | 'ExecutionTimedOut' | 'ExecutionCancelled' }>;
 
 const EXECUTION_PREFIX = executionStreamId('');
 const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
@@ -88,11 +84,14 @@ export class SubworkflowManager {
   private readonly throttle = new CheckpointThrottle();
   /** Follows the log; its loop only stores, every second, a position skipped by batches that changed nothing. */
   private readonly runner: CatchUpRunner;
+  /** What the manager records on parents and asks of children. */
+  private readonly outcomes: ChildOutcomes;
 
   constructor(
     private readonly deps: SubworkflowManagerDeps,
     options: SubworkflowManagerOptions = {},
   ) {
+    this.outcomes = new ChildOutcomes(deps);
     this.options = { name: options.name ?? 'subworkflows', batchSize: options.batchSize ?? 500, hooks: options.hooks ?? {} };
     // The feed's name, batchSize, store and checkpoints: the options and deps of those names.
     this.runner = new CatchUpRunner({
@@ -157,8 +156,8 @@ export class SubworkflowManager {
       const event = endings.get(link.childExecutionId);
       return event === undefined ? [] : [{ link, event }];
     });
-    await inChunks(cancelled, (link) => this.cancelChild(link));
-    await inChunks(ends, ({ link, event }) => this.recordEnd(link, event));
+    await inChunks(cancelled, (link) => this.outcomes.cancelChild(link));
+    await inChunks(ends, ({ link, event }) => this.outcomes.recordEnd(link, event));
     const changed = requested.length + requests.length + ends.length + cancelled.length > 0;
     // The runner never stores a skipped position while a batch is in hand: this one is the newest.
     if (this.throttle.shouldSave(changed, last.position)) await this.deps.checkpoints.save(this.options.name, last.position);
@@ -177,7 +176,7 @@ export class SubworkflowManager {
     await this.deps.links.add([link]);
     const input = request.input;
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      await this.startFailed(link, 'the input of a child execution must be a JSON object');
+      await this.outcomes.startFailed(link, 'the input of a child execution must be a JSON object');
       return;
     }
     let workflow;
@@ -185,7 +184,7 @@ export class SubworkflowManager {
       workflow = await this.deps.workflows.getRevision(request.workspaceId, request.workflow, request.revision ?? undefined);
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
-      await this.startFailed(link, error.message);
+      await this.outcomes.startFailed(link, error.message);
       return;
     }
     const parentLink = childLinkOf(parent, request.nodeId);
@@ -223,7 +222,7 @@ export class SubworkflowManager {
     // So for the root's tree: a child admitted just before the close is cancelled as it starts.
     const { state: now } = await this.deps.executions.load(request.parentExecutionId);
     const { state: tree } = await this.deps.trees.read(rootOf(parent));
-    if (isFinal(now) || now.cancelRequest || tree.closed) await this.cancelChild(link);
+    if (isFinal(now) || now.cancelRequest || tree.closed) await this.outcomes.cancelChild(link);
     await this.options.hooks.afterChildStarted?.(link);
   }
 
@@ -241,8 +240,8 @@ export class SubworkflowManager {
       // The parent is cancelled with its tree (its own cancel may still be on its way, level by
       // level) before the child's end is recorded, so that the never-started child fails nothing.
       const message = `the tree of execution ${rootExecutionId} was cancelled before the child started`;
-      await this.requestCancel(link.parentExecutionId, `the tree of execution ${rootExecutionId} was cancelled`);
-      await this.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
+      await this.outcomes.requestCancel(link.parentExecutionId, `the tree of execution ${rootExecutionId} was cancelled`);
+      await this.outcomes.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
       return false;
     }
     const nodeError: ExecutionError = {
@@ -251,7 +250,7 @@ export class SubworkflowManager {
       retryable: false,
     };
     this.deps.logger.warn('a child execution was refused: its tree is full', { ...link, rootExecutionId, bound });
-    await this.record(link, { outcome: 'failed', error: nodeError, nodeError });
+    await this.outcomes.record(link, { outcome: 'failed', error: nodeError, nodeError });
     return false;
   }
 
@@ -283,64 +282,10 @@ export class SubworkflowManager {
     );
     if (started) {
       await this.deps.links.add([link]);
-      return this.cancelChild(link);
+      return this.outcomes.cancelChild(link);
     }
     const message = `parent execution ${link.parentExecutionId} was cancelled or ended before the child started`;
-    await this.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
-  }
-
-  /** The child could not start: its node fails as if the child had. */
-  private async startFailed(link: ChildLink, message: string): Promise<void> {
-    this.deps.logger.warn('a child execution could not start', { ...link, reason: message });
-    await this.record(link, { outcome: 'failed', error: { code: 'child_start_failed', message, retryable: false } });
-  }
-
-  private async recordEnd(link: ChildLink, event: Ending): Promise<void> {
-    switch (event.type) {
-      case 'ExecutionSucceeded':
-        return this.record(link, { outcome: 'succeeded', output: event.data.output });
-      case 'ExecutionFailed':
-        return this.record(link, { outcome: 'failed', error: event.data.error });
-      case 'ExecutionTimedOut':
-        return this.record(link, { outcome: 'timed_out', error: { code: 'execution_timed_out', message: event.data.reason } });
-      case 'ExecutionCancelled':
-        return this.record(link, {
-          outcome: 'cancelled',
-          error: { code: 'execution_cancelled', message: event.data.reason ?? 'cancelled' },
-        });
-    }
-  }
-
-  private async record(link: ChildLink, end: Omit<RecordChildResult['data'], 'childExecutionId' | 'nextAttemptId'>): Promise<void> {
-    try {
-      await this.deps.executions.handle(link.parentExecutionId, {
-        type: 'RecordChildResult',
-        data: { ...end, childExecutionId: link.childExecutionId, nextAttemptId: this.deps.executions.ids.uuid() },
-        metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
-      });
-    } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error;
-      this.deps.logger.warn('the parent of a child execution was not found', { ...link });
-    }
-    await this.deps.links.markEnded([link.childExecutionId]);
-  }
-
-  /** The parent was cancelled or ended: its running child is cancelled (an ended one answers no change). */
-  private cancelChild(link: ChildLink): Promise<void> {
-    return this.requestCancel(link.childExecutionId, `parent execution ${link.parentExecutionId} was cancelled or ended`);
-  }
-
-  private async requestCancel(executionId: string, reason: string): Promise<void> {
-    try {
-      await this.deps.executions.handle(executionId, {
-        type: 'RequestCancel',
-        data: { reason },
-        metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
-      });
-    } catch (error) {
-      // Already over (its end is recorded as it comes), or never started (its start failed).
-      if (!(error instanceof InvalidStateError) && !(error instanceof NotFoundError)) throw error;
-    }
+    await this.outcomes.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
   }
 }
 
