@@ -74,7 +74,7 @@ const CONCURRENCY = 16;
  * A child takes its place in its root's tree before it starts: beyond the tree's bound its node
  * fails `subworkflow_tree_limit_exceeded`, and in a closed tree it ends `cancelled` unstarted. In a
  * workspace with a concurrency bound it waits for a slot like any run (its parent, waiting only for
- * children, gave its own back: admit-execution.ts).
+ * children, gave its own back: src/executions/domain/yield-slot.ts).
  *
  * Every step is idempotent and the links are written before the step that needs them, so a
  * crash anywhere is finished by reading the log again from the checkpoint, never done twice.
