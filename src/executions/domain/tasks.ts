@@ -406,7 +406,8 @@ function foldInto(s: StartedExecution, events: ExecutionEvent[]): StartedExecuti
  */
 function stepsAfter(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
   // Waiting for a slot to resume already: that resume reads every result recorded meanwhile.
-  if (s.awaitingSlot !== null) return [];
+  // (Documents folded before quotas have no `awaitingSlot`.)
+  if (s.awaitingSlot) return [];
   const step = nextStep(s);
   switch (step.kind) {
     case 'wait':
@@ -447,7 +448,7 @@ export function goesOn(s: StartedExecution, nodeId: string): boolean {
  * claimed, and a running one, unaware of them, suspends and is resumed then (`suspendAttempt`).
  */
 export function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
-  if (isFinal(s) || s.cancelRequest || !suspended(s) || s.awaitingSlot !== null) return [];
+  if (isFinal(s) || s.cancelRequest || !suspended(s) || s.awaitingSlot) return [];
   return [resumeAttempt(s, attemptId, now)];
 }
 

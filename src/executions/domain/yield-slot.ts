@@ -11,14 +11,15 @@ import { settledInTry } from './tasks.js';
  * can go on without another run's slot, and a tree always has a member that can progress.
  */
 export function withSlotYielded(s: StartedExecution, events: ExecutionEvent[], now: Date): ExecutionEvent[] {
-  if (events.length === 0 || s.slotAttemptId === null) return events;
+  // Documents folded before quotas have no slot fields: they never held a slot.
+  if (events.length === 0 || !s.slotAttemptId) return events;
   const after = events.reduce<StartedExecution>((state, event) => evolve(state, event) as StartedExecution, s);
   if (!waitsOnlyForChildren(after)) return events;
   return [...events, { type: 'SlotYielded', data: { attemptId: after.slotAttemptId!, at: now.toISOString() } }];
 }
 
 function waitsOnlyForChildren(s: StartedExecution): boolean {
-  if (isFinal(s) || s.cancelRequest || s.slotAttemptId === null || s.awaitingSlot !== null) return false;
+  if (isFinal(s) || s.cancelRequest || !s.slotAttemptId || s.awaitingSlot) return false;
   if (currentAttempt(s)?.status !== 'suspended') return false;
   const open = s.waits.filter((w) => (w.kind === 'approval' ? s.pendingApproval?.nodeId === w.nodeId : !settledInTry(s, w.nodeId)));
   return open.length > 0 && open.every((w) => w.kind === 'subworkflow');
