@@ -164,6 +164,28 @@ describe('subworkflow manager: trees', () => {
     expect(child).toMatchObject({ status: 'queued', attempts: [], awaitingSlot: { reason: 'start', waitingFor: 'workspace_quota' } });
   });
 
+  it("a grandchild asked for after the root's cancel, read before that cancel is, is never started", async () => {
+    await rootAskedFor('middle', ['bill']);
+    await manager.track(await logAfter(null));
+    const middle = childExecutionIdOf(EXECUTION_ID, 'bill', 1);
+    const middleAttempt = uuidV5(`${middle}:attempt:1`);
+    const claim = claimAttempt({ attemptId: middleAttempt, at: 0 });
+    await executions.handle(middle, { ...claim, metadata: { ...claim.metadata, now: clock.now() } });
+    await executions.handle(EXECUTION_ID, requestCancel({ at: 4_000 }));
+    await executions.handle(middle, askFor({ attemptId: middleAttempt, nodeId: 'inner', now: clock.now() }));
+
+    // Another replica has the root's cancel in hand; this one reads only the middle child's request.
+    const request = (await store.readStream(executionStreamId(middle))).filter((e) => e.type === 'ChildExecutionStarted');
+    await manager.track(request);
+
+    const grandchild = childExecutionIdOf(middle, 'inner', 1);
+    expect(await exists(grandchild)).toBe(false);
+    expect((await store.readStream(treeStreamId(EXECUTION_ID))).map((e) => e.type)).toEqual(['TreeMemberAdmitted', 'TreeClosed']);
+    const { state } = await executions.load(middle);
+    expect(state.children?.[grandchild]).toMatchObject({ status: 'cancelled' });
+    expect(state.cancelRequest).toBeTruthy();
+  });
+
   it("a root's cancel closes its tree at once: a grandchild asked for just before it is never started", async () => {
     await rootAskedFor('middle', ['bill']);
     await manager.track(await logAfter(null));

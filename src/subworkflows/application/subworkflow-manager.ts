@@ -188,8 +188,11 @@ export class SubworkflowManager {
       return;
     }
     const parentLink = childLinkOf(parent, request.nodeId);
+    const rootExecutionId = rootOf(parent);
     const { settings } = (await this.deps.workspaces.settings(request.workspaceId)).state;
-    if (!(await this.takePlace(link, parent, settings.maxExecutionsPerTree ?? this.deps.maxExecutionsPerTree))) return;
+    // The root's cancel is in the log, but maybe not yet read in this manager's order: close its tree now.
+    if (rootExecutionId !== parent.executionId) await this.rootStopped(rootExecutionId);
+    if (!(await this.takePlace(link, rootExecutionId, settings.maxExecutionsPerTree ?? this.deps.maxExecutionsPerTree))) return;
     await this.options.hooks.afterPlaceTaken?.(link);
     const childId = request.childExecutionId;
     await this.deps.executions.handle(
@@ -221,8 +224,9 @@ export class SubworkflowManager {
     // replica before this child existed (its cancel found no stream): look again, now it does.
     // So for the root's tree: a child admitted just before the close is cancelled as it starts.
     const { state: now } = await this.deps.executions.load(request.parentExecutionId);
-    const { state: tree } = await this.deps.trees.read(rootOf(parent));
-    if (isFinal(now) || now.cancelRequest || tree.closed) await this.outcomes.cancelChild(link);
+    const rootStopped = rootExecutionId !== parent.executionId && (await this.rootStopped(rootExecutionId));
+    const { state: tree } = await this.deps.trees.read(rootExecutionId);
+    if (isFinal(now) || now.cancelRequest || rootStopped || tree.closed) await this.outcomes.cancelChild(link);
     await this.options.hooks.afterChildStarted?.(link);
   }
 
@@ -231,8 +235,7 @@ export class SubworkflowManager {
    * retried). Without one, the child is never started: beyond the bound its node fails, not
    * retryable; in a closed tree (the root was cancelled) it ends `cancelled` on its parent.
    */
-  private async takePlace(link: ChildLink, parent: StartedExecution, bound: number): Promise<boolean> {
-    const rootExecutionId = rootOf(parent);
+  private async takePlace(link: ChildLink, rootExecutionId: string, bound: number): Promise<boolean> {
     const { state } = await this.deps.trees.admit({ ...link, rootExecutionId }, bound);
     const refused = refusal(state, link.childExecutionId);
     if (refused === null) return true;
@@ -254,16 +257,29 @@ export class SubworkflowManager {
     return false;
   }
 
+  /** Whether the root was cancelled or ended; if so its tree is closed (again: a no-op) before this answers. */
+  private async rootStopped(rootExecutionId: string): Promise<boolean> {
+    const root = await this.stateIfAny(rootExecutionId);
+    if (root === null || (!isFinal(root) && !root.cancelRequest)) return false;
+    await this.deps.trees.close(rootExecutionId, root.workspaceId, `execution ${rootExecutionId} was cancelled or ended`);
+    return true;
+  }
+
   /** A root was cancelled: its tree admits no child any more, at whatever level (a child's own cancel closes nothing). */
   private async closeTreeOf(executionId: string): Promise<void> {
-    const loaded = await this.deps.executions.load(executionId).catch((error: unknown) => {
-      // Deleted since (retention): nothing of its tree starts any more.
+    const state = await this.stateIfAny(executionId);
+    if (state === null || rootOf(state) !== executionId) return;
+    await this.deps.trees.close(executionId, state.workspaceId, `execution ${executionId} was cancelled`);
+  }
+
+  /** The execution's state; null once it is gone (deleted by retention). */
+  private async stateIfAny(executionId: string): Promise<StartedExecution | null> {
+    try {
+      return (await this.deps.executions.load(executionId)).state;
+    } catch (error) {
       if (error instanceof NotFoundError) return null;
       throw error;
-    });
-    if (loaded === null || rootOf(loaded.state) !== executionId) return;
-    const { state } = loaded;
-    await this.deps.trees.close(executionId, state.workspaceId, `execution ${executionId} was cancelled`);
+    }
   }
 
   /**
