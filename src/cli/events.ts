@@ -57,6 +57,8 @@ export function describeEvent(event: Pick<ExecutionEvent, 'type' | 'data'>): str
       return `map ${node}: ${Array.isArray(d.items) ? d.items.length : 0} item(s) failed`;
     case 'AttemptSuspended':
       return `attempt ${short(d.attemptId)} suspended at ${node}`;
+    case 'SlotYielded':
+      return "gave its slot of the workspace's quota back while it waits for its children";
     case 'ApprovalGranted':
       return `node ${node} approved by ${String(d.decidedBy)}${d.comment ? `: ${String(d.comment)}` : ''}`;
     case 'ApprovalRejected':

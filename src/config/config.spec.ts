@@ -151,6 +151,7 @@ describe('loadConfig', () => {
       FLOSTRA_LEASE_RENEW_MS: '2000',
       FLOSTRA_LEASE_POLL_MS: '250',
       FLOSTRA_SHUTDOWN_GRACE_MS: '5000',
+      FLOSTRA_MAX_EXECUTIONS_PER_TREE: '250',
       FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: '10000',
     });
     expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
@@ -173,6 +174,7 @@ describe('loadConfig', () => {
       signInPerMinutePerAddress: 7,
       signInPerMinutePerToken: 3,
       maxBodyBytes: 2048,
+      maxExecutionsPerTree: 250,
       apiUrl: 'http://api:3000',
       workerToken: 'secret-worker-token',
       workerTransport: 'http',

@@ -71,6 +71,9 @@ export const DEFAULT_SIGN_IN_PER_MINUTE_PER_TOKEN = 10;
 /** Workspaces with metric series of their own (FLOSTRA_METRICS_MAX_WORKSPACES). */
 export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
 
+/** Executions one sub-workflow tree may hold, its root included, where the workspace sets no bound (FLOSTRA_MAX_EXECUTIONS_PER_TREE). */
+export const DEFAULT_MAX_EXECUTIONS_PER_TREE = 1_000;
+
 /** How long a stopping process waits for its running work (FLOSTRA_SHUTDOWN_GRACE_MS). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 20_000;
 
@@ -304,6 +307,7 @@ const envSchema = z.object({
   FLOSTRA_LEASE_RENEW_MS: integer(DEFAULT_LEASE_TIMINGS.renewMs, 100, 300_000, ' number of milliseconds'),
   FLOSTRA_LEASE_POLL_MS: integer(DEFAULT_LEASE_TIMINGS.pollMs, 50, 60_000, ' number of milliseconds'),
   FLOSTRA_SHUTDOWN_GRACE_MS: integer(DEFAULT_SHUTDOWN_GRACE_MS, 0, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_MAX_EXECUTIONS_PER_TREE: integer(DEFAULT_MAX_EXECUTIONS_PER_TREE, 1, 100_000),
   FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: integer(30_000, 6_000, 1_800_000, ' number of milliseconds'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
@@ -423,6 +427,8 @@ function toConfig(env: Env) {
     leases: { ttlMs: env.FLOSTRA_LEASE_TTL_MS, renewMs: env.FLOSTRA_LEASE_RENEW_MS, pollMs: env.FLOSTRA_LEASE_POLL_MS },
     /** How long SIGTERM waits for running attempts and batches before the process exits anyway. */
     shutdownGraceMs: env.FLOSTRA_SHUTDOWN_GRACE_MS,
+    /** Executions one sub-workflow tree may hold (its root included) in a workspace that sets no `maxExecutionsPerTree`. */
+    maxExecutionsPerTree: env.FLOSTRA_MAX_EXECUTIONS_PER_TREE,
   };
 }
 

@@ -7,17 +7,42 @@ import { ExecutionStreamsModule } from '../executions/execution-streams.module.j
 import { CheckpointStore } from '../postgres/checkpoint-store.js';
 import { READ_MODEL_SQL, type SqlClient } from '../postgres/sql-client.port.js';
 import { WorkflowQueries } from '../workflows/application/workflow.queries.js';
-import { SubworkflowManager, type SubworkflowManagerDeps, type SubworkflowManagerOptions } from './application/subworkflow-manager.js';
+import { APP_CONFIG, type AppConfig, DEFAULT_MAX_EXECUTIONS_PER_TREE } from '../config/config.js';
+import { WorkspaceStreams } from '../workspaces/application/workspace-streams.js';
+import { WorkspaceStreamsModule } from '../workspaces/workspace-streams.module.js';
+import {
+  SUBWORKFLOWS_ACTOR,
+  SubworkflowManager,
+  type SubworkflowManagerDeps,
+  type SubworkflowManagerOptions,
+} from './application/subworkflow-manager.js';
+import { TreeStreams } from './application/tree-streams.js';
 import { ChildLinks } from './infrastructure/child-links.js';
 
-/** Opens the manager's tables and builds it (not started). */
+type ManagerDeps = Omit<SubworkflowManagerDeps, 'checkpoints' | 'links' | 'workflows' | 'trees' | 'workspaces' | 'maxExecutionsPerTree'>;
+
+/**
+ * Opens the manager's tables and builds it (not started). Without `workspaces` it reads them with
+ * streams of its own; without `maxExecutionsPerTree`, the default of FLOSTRA_MAX_EXECUTIONS_PER_TREE.
+ */
 export async function createSubworkflowManager(
-  deps: Omit<SubworkflowManagerDeps, 'checkpoints' | 'links' | 'workflows'> & { sql: SqlClient },
+  deps: ManagerDeps & { sql: SqlClient; workspaces?: SubworkflowManagerDeps['workspaces']; maxExecutionsPerTree?: number },
   options?: SubworkflowManagerOptions,
 ): Promise<SubworkflowManager> {
   const checkpoints = await CheckpointStore.open(deps.sql);
   const links = await ChildLinks.open(deps.sql);
-  return new SubworkflowManager({ ...deps, checkpoints, links, workflows: new WorkflowQueries(deps.store) }, options);
+  return new SubworkflowManager(
+    {
+      ...deps,
+      checkpoints,
+      links,
+      workflows: new WorkflowQueries(deps.store),
+      trees: new TreeStreams(deps.store, deps.clock, SUBWORKFLOWS_ACTOR),
+      workspaces: deps.workspaces ?? new WorkspaceStreams(deps.store, deps.clock, deps.executions.ids),
+      maxExecutionsPerTree: deps.maxExecutionsPerTree ?? DEFAULT_MAX_EXECUTIONS_PER_TREE,
+    },
+    options,
+  );
 }
 
 /** Runs the subworkflow manager while the module lives (the app imports the module with the dispatcher role). */
@@ -31,6 +56,8 @@ export class SubworkflowsProcess implements OnModuleInit, OnModuleDestroy {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly executions: ExecutionStreams,
+    private readonly workspaces: WorkspaceStreams,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -39,6 +66,8 @@ export class SubworkflowsProcess implements OnModuleInit, OnModuleDestroy {
       store: this.store,
       sql: this.sql,
       executions: this.executions,
+      workspaces: this.workspaces,
+      maxExecutionsPerTree: this.config.maxExecutionsPerTree,
       clock: this.clock,
       logger,
     });
@@ -52,6 +81,6 @@ export class SubworkflowsProcess implements OnModuleInit, OnModuleDestroy {
   }
 }
 
-/** Needs the global EVENT_STORE, READ_MODEL_SQL, CLOCK, ID_GENERATOR and LOGGER providers. */
-@Module({ imports: [ExecutionStreamsModule], providers: [SubworkflowsProcess] })
+/** Needs the global APP_CONFIG, EVENT_STORE, READ_MODEL_SQL, CLOCK, ID_GENERATOR and LOGGER providers. */
+@Module({ imports: [ExecutionStreamsModule, WorkspaceStreamsModule], providers: [SubworkflowsProcess] })
 export class SubworkflowsModule {}

@@ -74,7 +74,8 @@ describe('the admission (real Postgres)', () => {
     await admission.stop();
   }
 
-  const setBound = (maxConcurrentExecutions: number | null) => workspaces.changeSettings(WS, { maxConcurrentExecutions }, 'alice');
+  const setBound = (maxConcurrentExecutions: number | null) =>
+    workspaces.changeSettings(WS, { maxConcurrentExecutions, maxExecutionsPerTree: null }, 'alice');
 
   /** A start as the start handler makes it: the bound in force decides whether its attempt waits. */
   async function start(workflow: WorkflowSnapshot = aWorkflow()): Promise<string> {

@@ -153,6 +153,7 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
       expect(initial.body).toEqual({
         workspaceId: 'ws-a',
         maxConcurrentExecutions: null,
+        maxExecutionsPerTree: null,
         updatedAt: null,
         updatedBy: null,
         position: null,
@@ -165,6 +166,7 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
         { maxConcurrentExecutions: '5' },
         {},
         { maxConcurrentExecutions: 5, other: 1 },
+        { maxConcurrentExecutions: 5, maxExecutionsPerTree: 0 },
       ]) {
         const res = await api.put(path, { token: TOKENS.adminA, body });
         expect({ body, status: res.status, code: res.body.code }).toEqual({ body, status: 400, code: 'validation_failed' });
@@ -187,8 +189,8 @@ describe('workspace quotas on the full stack (real Postgres, real Kafka)', () =>
       const removed = await api.put(path, { token: TOKENS.adminA, body: { maxConcurrentExecutions: null } });
       expect(removed.body).toMatchObject({ maxConcurrentExecutions: null, updatedBy: 'alice' });
       expect((await t.store.readStream('workspace-ws-a')).map((e) => (e.data as { settings: unknown }).settings)).toEqual([
-        { maxConcurrentExecutions: 3 },
-        { maxConcurrentExecutions: null },
+        { maxConcurrentExecutions: 3, maxExecutionsPerTree: null },
+        { maxConcurrentExecutions: null, maxExecutionsPerTree: null },
       ]);
     });
 

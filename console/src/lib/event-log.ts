@@ -17,6 +17,7 @@ export const EXECUTION_EVENT_TYPES = [
   'MapItemsCompleted',
   'MapItemsFailed',
   'AttemptSuspended',
+  'SlotYielded',
   'ApprovalGranted',
   'ApprovalRejected',
   'AttemptSucceeded',

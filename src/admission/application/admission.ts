@@ -59,7 +59,8 @@ export interface AdmissionOptions {
 }
 
 const EXECUTION_PREFIX = executionStreamId('');
-const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
+/** What ends a run's hold on its slot: the execution's end, or the slot given back while it waits for its children. */
+const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled', 'SlotYielded']);
 const NEVER = new AbortController().signal;
 /** Admissions a pass appends at once (each to its own execution stream). */
 const ADMIT_CONCURRENCY = 32;

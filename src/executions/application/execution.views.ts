@@ -114,7 +114,14 @@ export function toView(state: StartedExecution, position: string) {
     })),
     // Documents folded before sub-workflows have neither `parent` nor `children`.
     parentExecutionId: state.parent?.executionId ?? null,
-    parent: state.parent ?? null,
+    parent: state.parent
+      ? {
+          executionId: state.parent.executionId,
+          nodeId: state.parent.nodeId,
+          depth: state.parent.depth,
+          rootExecutionId: state.parent.rootExecutionId ?? null,
+        }
+      : null,
     children: Object.values(state.children ?? {}).map((c) => ({
       executionId: c.childExecutionId,
       nodeId: c.nodeId,

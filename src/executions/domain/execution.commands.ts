@@ -193,6 +193,8 @@ export type RecordChildResult = {
     outcome: ChildEnd;
     output?: unknown;
     error?: ExecutionError;
+    /** The child never started, for a reason of the node's own (its tree is full): the node fails with this error as it is. */
+    nodeError?: ExecutionError;
     /** Id of the resume attempt, used only if the child's end lets a suspended parent go on. */
     nextAttemptId: string;
   };

@@ -40,6 +40,7 @@ import { durableWaitsOf, fireTimer, sendSignal, startDurableWait, withDurableWai
 import { admitExecution } from './admit-execution.js';
 import { recordMapItems } from './map-items.js';
 import { recordChildResult, startChild } from './subworkflows.js';
+import { withSlotYielded } from './yield-slot.js';
 
 const iso = (d: Date) => d.toISOString();
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
@@ -378,7 +379,8 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
   const events = decideCommand(command, state);
   // A cancel request or the execution's end ends its live tasks, timers and signal waits in the same append.
   if (state.status === 'not_started') return events;
-  return withDurableWaitsCancelled(state, withTasksCancelled(state, events, command.metadata.now), command.metadata.now);
+  const now = command.metadata.now;
+  return withSlotYielded(state, withDurableWaitsCancelled(state, withTasksCancelled(state, events, now), now), now);
 }
 
 function decideCommand(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {

@@ -62,9 +62,18 @@ const mapItemIndex = z.number().int().min(0);
 
 /**
  * The parent of a child execution (a `subworkflow` node's run): its execution, the node, and how
- * deep the child sits (a top-level execution is at depth 0, its children at 1).
+ * deep the child sits (a top-level execution is at depth 0, its children at 1). `rootExecutionId`
+ * (the top-level execution, whose tree the child counts in) and `ancestors` (the workflow names
+ * from the root down to the parent) are optional: children started before trees were bounded
+ * have neither, and read as the roots of trees of their own (subworkflow-children.ts).
  */
-export const parentLinkSchema = z.object({ executionId: z.string(), nodeId: z.string(), depth: z.number().int().min(1) });
+export const parentLinkSchema = z.object({
+  executionId: z.string(),
+  nodeId: z.string(),
+  depth: z.number().int().min(1),
+  rootExecutionId: z.string().optional(),
+  ancestors: z.array(z.string()).optional(),
+});
 export type ParentLink = z.infer<typeof parentLinkSchema>;
 
 /** How a child execution ended, as its parent records it. */
@@ -160,10 +169,16 @@ export const executionEventSchemas = {
   ExecutionAwaitingSlot: z.object({
     attemptId: z.string(),
     attemptNumber: z.number().int().min(1),
-    reason: z.enum(['start', 'redrive']),
+    /** `resume`: the run gave its slot back while it waited only for child executions (`SlotYielded`), and goes on now. */
+    reason: z.enum(['start', 'redrive', 'resume']),
     waitingFor: z.enum(['workspace_quota']),
     at: isoTime,
   }),
+  /**
+   * The run gave back the quota slot `attemptId` took: its attempt is suspended and it waits for
+   * nothing but child executions, which may need that slot. Its resume waits for a slot again.
+   */
+  SlotYielded: z.object({ attemptId: z.string(), at: isoTime }),
   AttemptClaimed: z.object({
     attemptId: z.string(),
     workerId: z.string(),

@@ -154,7 +154,7 @@ export interface SignalWaitRecord {
 export interface AwaitedSlot {
   attemptId: string;
   attemptNumber: number;
-  reason: 'start' | 'redrive';
+  reason: 'start' | 'redrive' | 'resume';
   waitingFor: 'workspace_quota';
   since: string;
 }
@@ -209,6 +209,8 @@ interface ExecutionFields {
   awaitingSlot: AwaitedSlot | null;
   /** The attempt whose admission took the current run's quota slot; null when the run took none. */
   slotAttemptId: string | null;
+  /** The run gave its slot back while it waits for its children only: it goes on after a slot again (absent in older documents). */
+  slotYielded?: boolean;
   /** When the current run began (the start, or the last redrive): its execution deadline counts from here. */
   runStartedAt: string;
   endedAt: string | null;
@@ -383,8 +385,11 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         updatedAt: d.at,
         awaitingSlot: { attemptId: d.attemptId, attemptNumber: d.attemptNumber, reason: d.reason, waitingFor: d.waitingFor, since: d.at },
         slotAttemptId: null,
+        slotYielded: false,
       };
     }
+    case 'SlotYielded':
+      return { ...s, updatedAt: event.data.at, slotAttemptId: null, slotYielded: true };
     case 'AttemptClaimed': {
       const d = event.data;
       return {
@@ -653,6 +658,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         attemptsInRun: 0,
         runStartedAt: d.at,
         slotAttemptId: null,
+        slotYielded: false,
         endedAt: null,
         output: undefined,
         error: undefined,

@@ -1,4 +1,5 @@
 import { uuidV5 } from '../../core/ids.js';
+import type { ParentLink } from './execution.events.js';
 import type { ChildRecord, StartedExecution } from './execution.state.js';
 
 /** Deepest a child execution may sit below its top-level ancestor (which is at depth 0). */
@@ -12,6 +13,30 @@ export const MAX_SUBWORKFLOW_DEPTH = 10;
  */
 export function childExecutionIdOf(parentExecutionId: string, nodeId: string, seq: number): string {
   return uuidV5(`subworkflow:${parentExecutionId}:${nodeId}:${seq}`);
+}
+
+/**
+ * The top-level execution of the tree `s` belongs to: itself when it has no parent, else the root
+ * its start recorded. A child started before roots were recorded is the root of a tree of its own.
+ */
+export function rootOf(s: StartedExecution): string {
+  return s.parent?.rootExecutionId ?? s.executionId;
+}
+
+/** The workflow names from the root of `s`'s tree down to `s` itself: what a child of `s` must not run again. */
+export function lineageOf(s: StartedExecution): string[] {
+  return [...(s.parent?.ancestors ?? []), s.workflow.name];
+}
+
+/** The link a child of `s` started by `nodeId` records: its parent, depth, root and ancestors. */
+export function childLinkOf(s: StartedExecution, nodeId: string): ParentLink {
+  return {
+    executionId: s.executionId,
+    nodeId,
+    depth: (s.parent?.depth ?? 0) + 1,
+    rootExecutionId: rootOf(s),
+    ancestors: lineageOf(s),
+  };
 }
 
 export function isSubworkflowNode(s: StartedExecution, nodeId: string): boolean {

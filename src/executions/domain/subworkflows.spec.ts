@@ -3,10 +3,11 @@ import { NotFoundError, StaleAttemptError } from '../../core/errors.js';
 import { systemActor, workerActor } from '../../core/actors.js';
 import { fold } from '../../core/decider.js';
 import type { RecordChildResult, RecordNodeResult } from './execution.commands.js';
-import type { ChildEnd, ExecutionEvent, WorkflowSnapshot } from './execution.events.js';
+import type { ChildEnd, ExecutionEvent, ParentLink, WorkflowSnapshot } from './execution.events.js';
 import { executionDecider } from './execution.decider.js';
 import { failedInTry } from './tasks.js';
-import { MAX_SUBWORKFLOW_DEPTH, childExecutionIdOf } from './subworkflow-children.js';
+import { MAX_SUBWORKFLOW_DEPTH, childExecutionIdOf, childLinkOf, rootOf } from './subworkflow-children.js';
+import type { StartedExecution } from './execution.state.js';
 import {
   ATTEMPT_1,
   ATTEMPT_2,
@@ -53,7 +54,7 @@ const CHILD_2 = childExecutionIdOf(EXECUTION_ID, 'bill', 2);
 const INPUT = { customer: 'c-7' };
 const MANAGER = systemActor('subworkflows');
 
-const running = (parent?: { executionId: string; nodeId: string; depth: number }): ExecutionEvent[] => {
+const running = (parent?: ParentLink): ExecutionEvent[] => {
   const started = executionStarted({ workflow: withChild() });
   if (parent !== undefined && started.type === 'ExecutionStarted') started.data.parent = parent;
   return [started, attemptScheduled({ at: 0 }), attemptClaimed({ at: 1_000 })];
@@ -165,6 +166,55 @@ describe('subworkflow nodes', () => {
             },
           },
         ]);
+    });
+
+    it('fails the node, not retryable, when the child’s workflow already runs above it (a cycle)', () => {
+      const cycle = (lineage: string) => ({
+        type: 'NodeFailed' as const,
+        data: {
+          attemptId: ATTEMPT_1,
+          nodeId: 'bill',
+          error: {
+            code: 'subworkflow_cycle',
+            message: `node bill would run invoice, which already runs above it (${lineage})`,
+            retryable: false,
+          },
+          at: iso(2_000),
+        },
+      });
+      // invoice → nightly-export → invoice.
+      const parent = { executionId: 'e-root', nodeId: 'outer', depth: 1, rootExecutionId: 'e-root', ancestors: ['invoice'] };
+      given(running(parent))
+        .when(nodeWaiting({ at: 2_000 }))
+        .then([cycle('invoice → nightly-export → invoice')]);
+      // A workflow whose node names itself (published before that was refused) runs itself once, at most.
+      const itself = running();
+      if (itself[0].type === 'ExecutionStarted') itself[0].data.workflow = { ...itself[0].data.workflow, name: 'invoice' };
+      given(itself)
+        .when(nodeWaiting({ at: 2_000 }))
+        .then([cycle('invoice → invoice')]);
+    });
+
+    it('gives a child the root of its tree and the workflows above it', () => {
+      const top = fold(executionDecider, running()) as StartedExecution;
+      expect(rootOf(top)).toBe(EXECUTION_ID);
+      const link = childLinkOf(top, 'bill');
+      expect(link).toEqual({
+        executionId: EXECUTION_ID,
+        nodeId: 'bill',
+        depth: 1,
+        rootExecutionId: EXECUTION_ID,
+        ancestors: ['nightly-export'],
+      });
+      const child = fold(executionDecider, running(link)) as StartedExecution;
+      expect(childLinkOf(child, 'bill')).toMatchObject({
+        depth: 2,
+        rootExecutionId: EXECUTION_ID,
+        ancestors: ['nightly-export', 'nightly-export'],
+      });
+      // A child started before roots were recorded roots a tree of its own.
+      const legacy = fold(executionDecider, running({ executionId: 'e-old', nodeId: 'outer', depth: 1 })) as StartedExecution;
+      expect(rootOf(legacy)).toBe(EXECUTION_ID);
     });
 
     it('suspends the attempt waiting for the child; the execution waits and holds no lease', () => {

@@ -2,7 +2,7 @@ import { InvalidStateError, NotFoundError } from '../../core/errors.js';
 import type { RecordChildResult, RecordNodeResult } from './execution.commands.js';
 import type { ExecutionError, ExecutionEvent } from './execution.events.js';
 import { type StartedExecution, isFinal } from './execution.state.js';
-import { MAX_SUBWORKFLOW_DEPTH, childExecutionIdOf, childrenOf, liveChildOf } from './subworkflow-children.js';
+import { MAX_SUBWORKFLOW_DEPTH, childExecutionIdOf, childrenOf, lineageOf, liveChildOf } from './subworkflow-children.js';
 import { goesOn, resumeIfSuspended, settledInTry, tryAttemptId } from './tasks.js';
 
 /**
@@ -31,7 +31,8 @@ function subworkflowNode(s: StartedExecution, nodeId: string): SubworkflowNodeCo
 /**
  * A subworkflow node became runnable in a claimed attempt: name its child, once. Asking again (a
  * redelivered result, a resumed or retried attempt reaching the node while its child runs, or
- * after the child ended in this try) is no new fact. Beyond the depth limit the node fails instead.
+ * after the child ended in this try) is no new fact. Beyond the depth limit, or when the child's
+ * workflow already runs among the node's ancestors (a cycle), the node fails instead.
  */
 export function startChild(
   s: StartedExecution,
@@ -49,6 +50,16 @@ export function startChild(
     const error: ExecutionError = {
       code: 'subworkflow_depth_exceeded',
       message: `a child of node ${data.nodeId} would sit at depth ${depth}; at most ${MAX_SUBWORKFLOW_DEPTH} levels of sub-workflows run`,
+      retryable: false,
+    };
+    return [{ type: 'NodeFailed', data: { attemptId: data.attemptId, nodeId: data.nodeId, error, at } }];
+  }
+  // A workflow already running above this node would start itself again, level after level.
+  const lineage = lineageOf(s);
+  if (lineage.includes(config.workflow)) {
+    const error: ExecutionError = {
+      code: 'subworkflow_cycle',
+      message: `node ${data.nodeId} would run ${config.workflow}, which already runs above it (${[...lineage, config.workflow].join(' → ')})`,
       retryable: false,
     };
     return [{ type: 'NodeFailed', data: { attemptId: data.attemptId, nodeId: data.nodeId, error, at } }];
@@ -97,7 +108,7 @@ export function recordChildResult(s: StartedExecution, command: RecordChildResul
     ];
   }
   const cause = data.error ? `: ${data.error.code}: ${data.error.message}` : '';
-  const error: ExecutionError = {
+  const error: ExecutionError = data.nodeError ?? {
     code: 'child_failed',
     message: `child execution ${child.childExecutionId} ended ${data.outcome}${cause}`.slice(0, 4096),
     retryable: true,

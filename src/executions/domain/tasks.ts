@@ -405,11 +405,16 @@ function foldInto(s: StartedExecution, events: ExecutionEvent[]): StartedExecuti
  * a resume attempt (`attemptId`) that runs the graph on.
  */
 function stepsAfter(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
+  // Waiting for a slot to resume already: that resume reads every result recorded meanwhile.
+  // (Documents folded before quotas have no `awaitingSlot`.)
+  if (s.awaitingSlot) return [];
   const step = nextStep(s);
   switch (step.kind) {
     case 'wait':
       return [];
     case 'tasks': {
+      // A run that gave its slot back does no work without one: its resume reaches the tasks.
+      if (s.slotYielded) return [resumeAttempt(s, attemptId, now)];
       const tryAttempt = currentAttempt(s)?.attemptId ?? unscheduledFirstAttemptId(s)!;
       return step.tasks.map((t) => firstTask(s, t.nodeId, tryAttempt, t.input, now));
     }
@@ -443,7 +448,7 @@ export function goesOn(s: StartedExecution, nodeId: string): boolean {
  * claimed, and a running one, unaware of them, suspends and is resumed then (`suspendAttempt`).
  */
 export function resumeIfSuspended(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent[] {
-  if (isFinal(s) || s.cancelRequest || !suspended(s)) return [];
+  if (isFinal(s) || s.cancelRequest || !suspended(s) || s.awaitingSlot) return [];
   return [resumeAttempt(s, attemptId, now)];
 }
 
@@ -454,6 +459,13 @@ export function resumeIfSuspended(s: StartedExecution, attemptId: string, now: D
  */
 function resumeAttempt(s: StartedExecution, attemptId: string, now: Date): ExecutionEvent {
   const at = iso(now);
+  // The run gave its quota slot back while it waited for its children (yield-slot.ts): it waits for one again.
+  if (s.slotYielded) {
+    return {
+      type: 'ExecutionAwaitingSlot',
+      data: { attemptId, attemptNumber: nextAttemptNumber(s), reason: 'resume', waitingFor: 'workspace_quota', at },
+    };
+  }
   const first = unscheduledFirstAttemptId(s);
   return {
     type: 'AttemptScheduled',

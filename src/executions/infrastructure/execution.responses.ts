@@ -134,9 +134,16 @@ export const executionViewSchema = z
       .nullable()
       .meta({ description: 'The execution whose `subworkflow` node started this one; null for a top-level execution.' }),
     parent: z
-      .strictObject({ executionId: uuidField, nodeId: identifierField, depth: z.number().int().min(1) })
+      .strictObject({
+        executionId: uuidField,
+        nodeId: identifierField,
+        depth: z.number().int().min(1),
+        rootExecutionId: uuidField.nullable().meta({
+          description: 'The top-level execution whose tree this child counts in; null for a child started before trees were bounded.',
+        }),
+      })
       .nullable()
-      .meta({ description: 'The parent execution, its node, and how deep this child sits (its children sit one level deeper).' }),
+      .meta({ description: 'The parent execution, its node, how deep this child sits (its children sit one level deeper), and its root.' }),
     children: z.array(childView).meta({ description: 'Child executions its `subworkflow` nodes started, in the order they started.' }),
 
     timers: z.array(timerView).meta({ description: 'Every durable timer (delay nodes, wait_signal time limits), in the order scheduled.' }),

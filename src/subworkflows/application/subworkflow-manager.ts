@@ -1,26 +1,31 @@
-import { systemActor } from '../../core/actors.js';
 import { CatchUpRunner } from '../../core/catch-up-runner.js';
 import type { Clock } from '../../core/clock.port.js';
-import { InvalidStateError, NotFoundError } from '../../core/errors.js';
+import { NotFoundError } from '../../core/errors.js';
 import type { EventStore, RecordedEvent } from '../../core/event-store.port.js';
 import { uuidV5 } from '../../core/ids.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionStreams } from '../../executions/application/execution-streams.js';
-import type { RecordChildResult } from '../../executions/domain/execution.commands.js';
 import { executionStreamId, parseExecutionEvent } from '../../executions/domain/execution-event.parser.js';
-import type { ExecutionEvent, ExecutionEventOf } from '../../executions/domain/execution.events.js';
-import { isFinal } from '../../executions/domain/execution.state.js';
+import type { ExecutionError, ExecutionEventOf } from '../../executions/domain/execution.events.js';
+import { isFinal, type StartedExecution } from '../../executions/domain/execution.state.js';
+import { childLinkOf, rootOf } from '../../executions/domain/subworkflow-children.js';
 import { type CheckpointStore, CheckpointThrottle } from '../../postgres/checkpoint-store.js';
 import type { WorkflowQueries } from '../../workflows/application/workflow.queries.js';
+import type { WorkspaceStreams } from '../../workspaces/application/workspace-streams.js';
+import { refusal, treeExecutions } from '../domain/tree.decider.js';
 import type { ChildLink, ChildLinks } from '../infrastructure/child-links.js';
+import { ChildOutcomes, type Ending, SUBWORKFLOWS_ACTOR } from './child-outcomes.js';
+import type { TreeStreams } from './tree-streams.js';
 
-export const SUBWORKFLOWS_ACTOR = systemActor('subworkflows');
+export { SUBWORKFLOWS_ACTOR };
 
 /**
  * Fault injection for tests: awaited at the step named. A hook that never resolves stands for a
  * process stopped there; the next manager must finish the work.
  */
 export interface SubworkflowHooks {
+  /** The child has its place in its root's tree; its stream is not started yet. */
+  afterPlaceTaken?(link: ChildLink): Promise<void> | void;
   /** The child's stream was started; the parent's checkpoint has not moved past its request. */
   afterChildStarted?(link: ChildLink): Promise<void> | void;
 }
@@ -31,6 +36,10 @@ export interface SubworkflowManagerDeps {
   workflows: Pick<WorkflowQueries, 'getRevision'>;
   checkpoints: CheckpointStore;
   links: ChildLinks;
+  trees: TreeStreams;
+  workspaces: Pick<WorkspaceStreams, 'settings'>;
+  /** Executions a tree may hold where its workspace sets no `maxExecutionsPerTree`. */
+  maxExecutionsPerTree: number;
   clock: Clock;
   logger: Logger;
 }
@@ -43,7 +52,6 @@ export interface SubworkflowManagerOptions {
 }
 
 type ChildRequest = ExecutionEventOf<'ChildExecutionStarted'>['data'] & { parentExecutionId: string; workspaceId: string };
-type Ending = Extract<ExecutionEvent, { type: 'ExecutionSucceeded' | 'ExecutionFailed' | 'ExecutionTimedOut' | 'ExecutionCancelled' }>;
 
 const EXECUTION_PREFIX = executionStreamId('');
 const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
@@ -60,6 +68,13 @@ const CONCURRENCY = 16;
  *   (`RecordChildResult`), then marks the link ended.
  * - `CancelRequested`, or any end, of an execution with open children: cancels them (each child's
  *   own cancel reaches its children the same way, level by level).
+ * - `CancelRequested` of a root: closes its tree (`tree-<rootId>`) in one append, so that no child
+ *   anywhere below it is admitted any more, whatever level its parent's cancel has reached.
+ *
+ * A child takes its place in its root's tree before it starts: beyond the tree's bound its node
+ * fails `subworkflow_tree_limit_exceeded`, and in a closed tree it ends `cancelled` unstarted. In a
+ * workspace with a concurrency bound it waits for a slot like any run (its parent, waiting only for
+ * children, gave its own back: src/executions/domain/yield-slot.ts).
  *
  * Every step is idempotent and the links are written before the step that needs them, so a
  * crash anywhere is finished by reading the log again from the checkpoint, never done twice.
@@ -69,11 +84,14 @@ export class SubworkflowManager {
   private readonly throttle = new CheckpointThrottle();
   /** Follows the log; its loop only stores, every second, a position skipped by batches that changed nothing. */
   private readonly runner: CatchUpRunner;
+  /** What the manager records on parents and asks of children. */
+  private readonly outcomes: ChildOutcomes;
 
   constructor(
     private readonly deps: SubworkflowManagerDeps,
     options: SubworkflowManagerOptions = {},
   ) {
+    this.outcomes = new ChildOutcomes(deps);
     this.options = { name: options.name ?? 'subworkflows', batchSize: options.batchSize ?? 500, hooks: options.hooks ?? {} };
     // The feed's name, batchSize, store and checkpoints: the options and deps of those names.
     this.runner = new CatchUpRunner({
@@ -110,6 +128,7 @@ export class SubworkflowManager {
     const requests: ChildRequest[] = [];
     const endings = new Map<string, Ending>();
     const cancels = new Set<string>();
+    const requested: string[] = [];
     for (const recorded of batch) {
       const { type } = recorded;
       if (type !== 'ChildExecutionStarted' && type !== 'CancelRequested' && !ENDINGS.has(type)) continue;
@@ -121,11 +140,15 @@ export class SubworkflowManager {
         continue;
       }
       cancels.add(executionId);
-      if (event.type !== 'CancelRequested') endings.set(executionId, event as Ending);
+      if (event.type === 'CancelRequested') requested.push(executionId);
+      else endings.set(executionId, event as Ending);
     }
     const last = batch[batch.length - 1];
     if (last === undefined) return;
-    // Starts first: a cancel of the parent, or the child's end, read in the same batch then finds the link.
+    // A root's cancel closes its tree before any start of the batch: a child asked for anywhere
+    // below it, even just before the cancel, is no longer started.
+    await inChunks(requested, (executionId) => this.closeTreeOf(executionId));
+    // Starts next: a cancel of the parent, or the child's end, read in the same batch then finds the link.
     await inChunks(requests, (request) => this.startChild(request));
     const open = await this.deps.links.openOf([...endings.keys()], [...cancels]);
     const cancelled = open.filter((link) => cancels.has(link.parentExecutionId));
@@ -133,9 +156,9 @@ export class SubworkflowManager {
       const event = endings.get(link.childExecutionId);
       return event === undefined ? [] : [{ link, event }];
     });
-    await inChunks(cancelled, (link) => this.cancelChild(link));
-    await inChunks(ends, ({ link, event }) => this.recordEnd(link, event));
-    const changed = requests.length + ends.length + cancelled.length > 0;
+    await inChunks(cancelled, (link) => this.outcomes.cancelChild(link));
+    await inChunks(ends, ({ link, event }) => this.outcomes.recordEnd(link, event));
+    const changed = requested.length + requests.length + ends.length + cancelled.length > 0;
     // The runner never stores a skipped position while a batch is in hand: this one is the newest.
     if (this.throttle.shouldSave(changed, last.position)) await this.deps.checkpoints.save(this.options.name, last.position);
   }
@@ -153,7 +176,7 @@ export class SubworkflowManager {
     await this.deps.links.add([link]);
     const input = request.input;
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      await this.startFailed(link, 'the input of a child execution must be a JSON object');
+      await this.outcomes.startFailed(link, 'the input of a child execution must be a JSON object');
       return;
     }
     let workflow;
@@ -161,9 +184,16 @@ export class SubworkflowManager {
       workflow = await this.deps.workflows.getRevision(request.workspaceId, request.workflow, request.revision ?? undefined);
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
-      await this.startFailed(link, error.message);
+      await this.outcomes.startFailed(link, error.message);
       return;
     }
+    const parentLink = childLinkOf(parent, request.nodeId);
+    const rootExecutionId = rootOf(parent);
+    const { settings } = (await this.deps.workspaces.settings(request.workspaceId)).state;
+    // The root's cancel is in the log, but maybe not yet read in this manager's order: close its tree now.
+    if (rootExecutionId !== parent.executionId) await this.rootStopped(rootExecutionId);
+    if (!(await this.takePlace(link, rootExecutionId, settings.maxExecutionsPerTree ?? this.deps.maxExecutionsPerTree))) return;
+    await this.options.hooks.afterPlaceTaken?.(link);
     const childId = request.childExecutionId;
     await this.deps.executions.handle(
       childId,
@@ -182,9 +212,9 @@ export class SubworkflowManager {
           input: input as Record<string, unknown>,
           idempotency: null,
           attemptId: uuidV5(`${childId}:attempt:1`),
-          // A child runs under its parent's quota slot: waiting for one of its own could wait for ever.
-          waitFor: null,
-          parent: { executionId: request.parentExecutionId, nodeId: request.nodeId, depth: request.depth },
+          // Counted by the workspace's quota like any run; its parent, waiting only for children, gave its slot back.
+          waitFor: settings.maxConcurrentExecutions === null ? null : 'workspace_quota',
+          parent: parentLink,
         },
         metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
       },
@@ -192,9 +222,64 @@ export class SubworkflowManager {
     );
     // A cancel (or end) of the parent appended since it was loaded may have been read by another
     // replica before this child existed (its cancel found no stream): look again, now it does.
+    // So for the root's tree: a child admitted just before the close is cancelled as it starts.
     const { state: now } = await this.deps.executions.load(request.parentExecutionId);
-    if (isFinal(now) || now.cancelRequest) await this.cancelChild(link);
+    const rootStopped = rootExecutionId !== parent.executionId && (await this.rootStopped(rootExecutionId));
+    const { state: tree } = await this.deps.trees.read(rootExecutionId);
+    if (isFinal(now) || now.cancelRequest || rootStopped || tree.closed) await this.outcomes.cancelChild(link);
     await this.options.hooks.afterChildStarted?.(link);
+  }
+
+  /**
+   * Takes the child's place in its root's tree (the place it already has, when its start is
+   * retried). Without one, the child is never started: beyond the bound its node fails, not
+   * retryable; in a closed tree (the root was cancelled) it ends `cancelled` on its parent.
+   */
+  private async takePlace(link: ChildLink, rootExecutionId: string, bound: number): Promise<boolean> {
+    const { state } = await this.deps.trees.admit({ ...link, rootExecutionId }, bound);
+    const refused = refusal(state, link.childExecutionId);
+    if (refused === null) return true;
+    if (refused === 'closed') {
+      // The parent is cancelled with its tree (its own cancel may still be on its way, level by
+      // level) before the child's end is recorded, so that the never-started child fails nothing.
+      const message = `the tree of execution ${rootExecutionId} was cancelled before the child started`;
+      await this.outcomes.requestCancel(link.parentExecutionId, `the tree of execution ${rootExecutionId} was cancelled`);
+      await this.outcomes.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
+      return false;
+    }
+    const nodeError: ExecutionError = {
+      code: 'subworkflow_tree_limit_exceeded',
+      message: `the sub-workflow tree of execution ${rootExecutionId} holds ${treeExecutions(state)} executions; at most ${bound} run in one tree`,
+      retryable: false,
+    };
+    this.deps.logger.warn('a child execution was refused: its tree is full', { ...link, rootExecutionId, bound });
+    await this.outcomes.record(link, { outcome: 'failed', error: nodeError, nodeError });
+    return false;
+  }
+
+  /** Whether the root was cancelled or ended; if so its tree is closed (again: a no-op) before this answers. */
+  private async rootStopped(rootExecutionId: string): Promise<boolean> {
+    const root = await this.stateIfAny(rootExecutionId);
+    if (root === null || (!isFinal(root) && !root.cancelRequest)) return false;
+    await this.deps.trees.close(rootExecutionId, root.workspaceId, `execution ${rootExecutionId} was cancelled or ended`);
+    return true;
+  }
+
+  /** A root was cancelled: its tree admits no child any more, at whatever level (a child's own cancel closes nothing). */
+  private async closeTreeOf(executionId: string): Promise<void> {
+    const state = await this.stateIfAny(executionId);
+    if (state === null || rootOf(state) !== executionId) return;
+    await this.deps.trees.close(executionId, state.workspaceId, `execution ${executionId} was cancelled`);
+  }
+
+  /** The execution's state; null once it is gone (deleted by retention). */
+  private async stateIfAny(executionId: string): Promise<StartedExecution | null> {
+    try {
+      return (await this.deps.executions.load(executionId)).state;
+    } catch (error) {
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    }
   }
 
   /**
@@ -213,60 +298,10 @@ export class SubworkflowManager {
     );
     if (started) {
       await this.deps.links.add([link]);
-      return this.cancelChild(link);
+      return this.outcomes.cancelChild(link);
     }
     const message = `parent execution ${link.parentExecutionId} was cancelled or ended before the child started`;
-    await this.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
-  }
-
-  /** The child could not start: its node fails as if the child had. */
-  private async startFailed(link: ChildLink, message: string): Promise<void> {
-    this.deps.logger.warn('a child execution could not start', { ...link, reason: message });
-    await this.record(link, { outcome: 'failed', error: { code: 'child_start_failed', message, retryable: false } });
-  }
-
-  private async recordEnd(link: ChildLink, event: Ending): Promise<void> {
-    switch (event.type) {
-      case 'ExecutionSucceeded':
-        return this.record(link, { outcome: 'succeeded', output: event.data.output });
-      case 'ExecutionFailed':
-        return this.record(link, { outcome: 'failed', error: event.data.error });
-      case 'ExecutionTimedOut':
-        return this.record(link, { outcome: 'timed_out', error: { code: 'execution_timed_out', message: event.data.reason } });
-      case 'ExecutionCancelled':
-        return this.record(link, {
-          outcome: 'cancelled',
-          error: { code: 'execution_cancelled', message: event.data.reason ?? 'cancelled' },
-        });
-    }
-  }
-
-  private async record(link: ChildLink, end: Omit<RecordChildResult['data'], 'childExecutionId' | 'nextAttemptId'>): Promise<void> {
-    try {
-      await this.deps.executions.handle(link.parentExecutionId, {
-        type: 'RecordChildResult',
-        data: { ...end, childExecutionId: link.childExecutionId, nextAttemptId: this.deps.executions.ids.uuid() },
-        metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
-      });
-    } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error;
-      this.deps.logger.warn('the parent of a child execution was not found', { ...link });
-    }
-    await this.deps.links.markEnded([link.childExecutionId]);
-  }
-
-  /** The parent was cancelled or ended: its running child is cancelled (an ended one answers no change). */
-  private async cancelChild(link: ChildLink): Promise<void> {
-    try {
-      await this.deps.executions.handle(link.childExecutionId, {
-        type: 'RequestCancel',
-        data: { reason: `parent execution ${link.parentExecutionId} was cancelled or ended` },
-        metadata: { now: this.deps.clock.now(), actor: SUBWORKFLOWS_ACTOR },
-      });
-    } catch (error) {
-      // Already over (its end is recorded as it comes), or never started (its start failed).
-      if (!(error instanceof InvalidStateError) && !(error instanceof NotFoundError)) throw error;
-    }
+    await this.outcomes.record(link, { outcome: 'cancelled', error: { code: 'execution_cancelled', message } });
   }
 }
 

@@ -9,6 +9,7 @@ import { ID_GENERATOR, type IdGenerator } from '../../core/ids.js';
 import { codeSyntaxIssues, type CodeSyntaxCheck } from '../domain/code-syntax.js';
 import { workflowDecider } from '../domain/workflow.decider.js';
 import { parseWorkflowEvent, WORKFLOW_SCHEMA_VERSION } from '../domain/workflow.events.js';
+import { subworkflowCycle, subworkflowTargets, targetKey } from '../domain/subworkflow-cycles.js';
 import { workflowGraphDigest } from '../domain/workflow-digest.js';
 import type { WorkflowGraph } from '../domain/workflow-graph.schema.js';
 import { parseWorkflowDefinition } from '../domain/workflow-graph.validation.js';
@@ -57,8 +58,11 @@ export async function assertCodeCompiles(graph: WorkflowGraph, check: CodeSyntax
 
 /**
  * A ValidationFailedError when a `subworkflow` node names the workflow being published (a
- * workflow never runs itself as its own child), or a workflow (or revision) that is not
- * published in the workspace. Deeper cycles are left to the depth limit the executions keep.
+ * workflow never runs itself as its own child), a workflow (or revision) that is not published in
+ * the workspace, or one that leads back to the workflow being published through the revisions its
+ * nodes run (pinned, or the latest). A cycle published in a race (two workflows published at once,
+ * each before the other) is refused by the executions instead: a child whose workflow already
+ * runs above it fails its node.
  */
 export async function assertSubworkflowsExist(
   workflows: WorkflowQueries,
@@ -78,6 +82,35 @@ export async function assertSubworkflowsExist(
       throw error;
     }
   }
+  const cycle = subworkflowCycle(name, graph, await reachableGraphs(workflows, workspaceId, name, graph));
+  if (cycle === null) return;
+  const path = `nodes[${cycle.index}].config.workflow`;
+  const message = `a cycle of sub-workflows: ${cycle.path.join(' → ')}`;
+  throw new ValidationFailedError(`invalid workflow: ${path}: ${message}`, [{ path, message }]);
+}
+
+/** Every workflow revision the graph's sub-workflows run, and theirs, once each (the one published is not read). */
+async function reachableGraphs(
+  workflows: WorkflowQueries,
+  workspaceId: string,
+  name: string,
+  graph: WorkflowGraph,
+): Promise<Map<string, WorkflowGraph>> {
+  const graphs = new Map<string, WorkflowGraph>();
+  const pending = subworkflowTargets(graph);
+  for (let target = pending.pop(); target !== undefined; target = pending.pop()) {
+    const key = targetKey(target);
+    if (target.workflow === name || graphs.has(key)) continue;
+    try {
+      const found = await workflows.getRevision(workspaceId, target.workflow, target.revision);
+      graphs.set(key, found.graph);
+      pending.push(...subworkflowTargets(found.graph));
+    } catch (error) {
+      // Published before targets had to exist: it leads nowhere.
+      if (!(error instanceof NotFoundError)) throw error;
+    }
+  }
+  return graphs;
 }
 
 /** `PUT /v1/workspaces/:workspaceId/workflows/:name`: one append of a new revision, or none. */

@@ -4,6 +4,8 @@ import type { WorkspaceSettingsStream } from './workspace-streams.js';
 export interface WorkspaceSettingsView {
   workspaceId: string;
   maxConcurrentExecutions: number | null;
+  /** null: the deployment's default. */
+  maxExecutionsPerTree: number | null;
   updatedAt: string | null;
   updatedBy: string | null;
   /** The last change's event; null while the settings were never changed. */
@@ -15,6 +17,7 @@ export function toSettingsView(workspaceId: string, stream: WorkspaceSettingsStr
   return {
     workspaceId,
     maxConcurrentExecutions: settings.maxConcurrentExecutions,
+    maxExecutionsPerTree: settings.maxExecutionsPerTree,
     updatedAt: changedAt,
     updatedBy: changedBy,
     position: stream.position,

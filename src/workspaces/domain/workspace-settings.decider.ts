@@ -20,7 +20,7 @@ export interface WorkspaceState {
 const initialState = (): WorkspaceState => ({ settings: DEFAULT_WORKSPACE_SETTINGS, changedBy: null, changedAt: null });
 
 function sameSettings(a: WorkspaceSettings, b: WorkspaceSettings): boolean {
-  return a.maxConcurrentExecutions === b.maxConcurrentExecutions;
+  return a.maxConcurrentExecutions === b.maxConcurrentExecutions && a.maxExecutionsPerTree === b.maxExecutionsPerTree;
 }
 
 function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {

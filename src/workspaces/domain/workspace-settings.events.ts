@@ -13,11 +13,24 @@ export const MAX_CONCURRENT_EXECUTIONS_LIMIT = 100_000;
  */
 export const maxConcurrentExecutionsSchema = z.number().int('expected an integer').min(1).max(MAX_CONCURRENT_EXECUTIONS_LIMIT).nullable();
 
+/** The largest sub-workflow tree a workspace may allow (executions under one top-level execution, itself included). */
+export const MAX_EXECUTIONS_PER_TREE_LIMIT = 100_000;
+
+/**
+ * How many executions one sub-workflow tree may hold (a top-level execution and all its
+ * descendants), or null for the deployment's default (FLOSTRA_MAX_EXECUTIONS_PER_TREE).
+ */
+export const maxExecutionsPerTreeSchema = z.number().int('expected an integer').min(1).max(MAX_EXECUTIONS_PER_TREE_LIMIT).nullable();
+
 /** A workspace's settings, whole: every change records all of them. */
-export const workspaceSettingsSchema = z.object({ maxConcurrentExecutions: maxConcurrentExecutionsSchema });
+export const workspaceSettingsSchema = z.object({
+  maxConcurrentExecutions: maxConcurrentExecutionsSchema,
+  // Changes recorded before trees were bounded have none: the deployment's default.
+  maxExecutionsPerTree: maxExecutionsPerTreeSchema.default(null),
+});
 export type WorkspaceSettings = z.infer<typeof workspaceSettingsSchema>;
 
-export const DEFAULT_WORKSPACE_SETTINGS: WorkspaceSettings = { maxConcurrentExecutions: null };
+export const DEFAULT_WORKSPACE_SETTINGS: WorkspaceSettings = { maxConcurrentExecutions: null, maxExecutionsPerTree: null };
 
 /** Current version of workspace event payloads, written to each event's metadata. */
 export const WORKSPACE_SCHEMA_VERSION = 1;

@@ -27,6 +27,8 @@ export const putWorkspaceSettingsContract = defineRoute({
     '`maxConcurrentExecutions` bounds how many executions of the workspace run at once (an integer 1-100000, or null for no bound). ' +
     'Executions beyond it are accepted and wait, `queued` with `waitingFor: "workspace_quota"`, and start in the order they were started as slots free. ' +
     'A new bound applies to the next admission: raising it (or null) admits waiting executions at once; lowering it admits none until enough end. ' +
+    '`maxExecutionsPerTree` bounds how many executions one sub-workflow tree holds, its top-level execution included (absent or null: the deployment’s default); ' +
+    'a `subworkflow` node whose child would go beyond it fails `subworkflow_tree_limit_exceeded`. ' +
     'The same settings again change nothing.',
   tags: TAGS,
   access: workspaceRole('admin', 'path'),

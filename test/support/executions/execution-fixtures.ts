@@ -241,7 +241,7 @@ export function attemptScheduled(
 
 /** The run waits for a slot of its workspace's quota before `attemptId` is scheduled. */
 export function executionAwaitingSlot(
-  o: { attemptId?: string; attemptNumber?: number; reason?: 'start' | 'redrive'; at?: number } = {},
+  o: { attemptId?: string; attemptNumber?: number; reason?: 'start' | 'redrive' | 'resume'; at?: number } = {},
 ): ExecutionEvent {
   return {
     type: 'ExecutionAwaitingSlot',

@@ -1,19 +1,23 @@
 import type { EventStore, RecordedEvent } from '../../../src/core/event-store.port.js';
 import { quotaStreamId } from '../../../src/workspaces/domain/workspace-identity.js';
 
-const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled']);
+/** What ends a run: its execution's end, or its slot given back while it waits for its children. */
+const ENDINGS = new Set(['ExecutionSucceeded', 'ExecutionFailed', 'ExecutionTimedOut', 'ExecutionCancelled', 'SlotYielded']);
 
-/** One run of an execution as the log records it: from its admission (its first attempt scheduled) to its end. */
+/**
+ * One run of an execution as the log records it: from its admission (its first attempt scheduled,
+ * or the resume of a run that gave its slot back) to its end (or the slot given back).
+ */
 export interface RunInterval {
   executionId: string;
-  /** Position of the AttemptScheduled of a start or a redrive. */
+  /** Position of the AttemptScheduled of a start, a redrive, or a resume after the slot was given back. */
   admitted: string;
   /** Position of the event that ended the run; null while it runs. */
   ended: string | null;
 }
 
 /** Every event of the log's execution streams, in log order. */
-async function executionEvents(store: EventStore): Promise<RecordedEvent[]> {
+export async function executionEvents(store: EventStore): Promise<RecordedEvent[]> {
   const events: RecordedEvent[] = [];
   let after: string | null = null;
   for (;;) {
@@ -38,7 +42,9 @@ export async function auditRuns(store: EventStore, workspaceId: string): Promise
     if (event.metadata['workspaceId'] !== workspaceId) continue;
     const executionId = event.streamId.slice('execution-'.length);
     const reason = (event.data as { reason?: unknown }).reason;
-    if (event.type === 'AttemptScheduled' && (reason === 'start' || reason === 'redrive')) {
+    // A resume scheduled while the run is not open admits a run that gave its slot back; any other resumes one that holds it.
+    const admits = reason === 'start' || reason === 'redrive' || (reason === 'resume' && !open.has(executionId));
+    if (event.type === 'AttemptScheduled' && admits) {
       const run: RunInterval = { executionId, admitted: event.position, ended: null };
       runs.push(run);
       open.set(executionId, run);
