@@ -115,6 +115,7 @@ export async function startBenchApp(stack: BenchStack, tokens: readonly TokenEnt
     FLOSTRA_WORKER_TRANSPORT: process.env.FLOSTRA_WORKER_TRANSPORT,
     FLOSTRA_WORKER_RESULTS: process.env.FLOSTRA_WORKER_RESULTS,
     FLOSTRA_WORKER_DISPATCH: process.env.FLOSTRA_WORKER_DISPATCH,
+    FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN: process.env.FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN,
   });
   const app = await createApp({
     config,
