@@ -28,7 +28,7 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
   too_many_streams:
     'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',
   too_many_requests:
-    'this token already has FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN requests being handled and FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN waiting (`inFlight`, `queued`); retry after `Retry-After` seconds.',
+    'another token being active, this token already has FLOSTRA_HTTP_MAX_INFLIGHT_PER_TOKEN requests being handled and FLOSTRA_HTTP_MAX_QUEUED_PER_TOKEN waiting (`inFlight`, `queued`); retry after `Retry-After` seconds.',
   too_many_sessions:
     'this api process already holds as many browser sessions as it may (`limit`); nothing was created; retry after `Retry-After` seconds, when the oldest expires.',
   too_many_sign_ins:
