@@ -47,7 +47,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   // 7: and `mapItems`, the outputs of map items that succeeded.
   // 8: and the parent and children of sub-workflows; `parent_execution_id` finds an execution's children.
   // 9: and its durable timers, signals and signal waits.
-  version: 9,
+  // 10: and `historyBytes`, and each task's latest progress entries (`recentProgress`).
+  version: 10,
   relations: ['executions'],
 
   tables: (suffix) => [

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_LEASE_TIMINGS } from '../core/lease.port.js';
 import type { LogThreshold } from '../core/logger.js';
+import { DEFAULT_EXECUTION_LIMITS, type ExecutionLimits } from '../executions/domain/execution-limits.js';
 
 /** The processes one Flostra binary can run (docs/architecture.md, "Processes and roles"). */
 export const PROCESS_ROLES = ['api', 'dispatcher', 'ingestor', 'projector', 'scheduler', 'timer', 'watchdog', 'worker'] as const;
@@ -42,6 +43,9 @@ export const DEFAULT_SSE_MAX_STREAMS = 5_000;
 
 /** Workspaces with metric series of their own (FLOSTRA_METRICS_MAX_WORKSPACES). */
 export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
+
+/** Larger values of an execution's view are summarized (FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES). */
+export const DEFAULT_VIEW_VALUE_MAX_BYTES = 64 * 1024;
 
 /** How long a stopping process waits for its running work (FLOSTRA_SHUTDOWN_GRACE_MS). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 20_000;
@@ -258,6 +262,12 @@ const envSchema = z.object({
   FLOSTRA_LEASE_RENEW_MS: integer(DEFAULT_LEASE_TIMINGS.renewMs, 100, 300_000, ' number of milliseconds'),
   FLOSTRA_LEASE_POLL_MS: integer(DEFAULT_LEASE_TIMINGS.pollMs, 50, 60_000, ' number of milliseconds'),
   FLOSTRA_SHUTDOWN_GRACE_MS: integer(DEFAULT_SHUTDOWN_GRACE_MS, 0, 3_600_000, ' number of milliseconds'),
+  FLOSTRA_EXECUTION_MAX_KEPT_SIGNALS: integer(DEFAULT_EXECUTION_LIMITS.maxKeptSignals, 1, 1_000_000),
+  FLOSTRA_EXECUTION_MAX_KEPT_SIGNAL_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxKeptSignalBytes, 1, 1_000_000_000, ' number of bytes'),
+  FLOSTRA_TASK_PROGRESS_KEPT: integer(DEFAULT_EXECUTION_LIMITS.taskProgressKept, 1, 1_000),
+  FLOSTRA_TASK_PROGRESS_MAX_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxTaskProgressBytes, 1, 1_000_000_000, ' number of bytes'),
+  FLOSTRA_EXECUTION_MAX_HISTORY_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxHistoryBytes, 65_536, 4_000_000_000, ' number of bytes'),
+  FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES: integer(DEFAULT_VIEW_VALUE_MAX_BYTES, 0, 1_000_000_000, ' number of bytes'),
   FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: integer(30_000, 6_000, 1_800_000, ' number of milliseconds'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
@@ -348,6 +358,25 @@ function toConfig(env: Env) {
     leases: { ttlMs: env.FLOSTRA_LEASE_TTL_MS, renewMs: env.FLOSTRA_LEASE_RENEW_MS, pollMs: env.FLOSTRA_LEASE_POLL_MS },
     /** How long SIGTERM waits for running attempts and batches before the process exits anyway. */
     shutdownGraceMs: env.FLOSTRA_SHUTDOWN_GRACE_MS,
+    /** What one execution may hold (docs/operations.md, "Tenant isolation bounds"); see `executionLimitsOf`. */
+    executionMaxKeptSignals: env.FLOSTRA_EXECUTION_MAX_KEPT_SIGNALS,
+    executionMaxKeptSignalBytes: env.FLOSTRA_EXECUTION_MAX_KEPT_SIGNAL_BYTES,
+    taskProgressKept: env.FLOSTRA_TASK_PROGRESS_KEPT,
+    taskProgressMaxBytes: env.FLOSTRA_TASK_PROGRESS_MAX_BYTES,
+    executionMaxHistoryBytes: env.FLOSTRA_EXECUTION_MAX_HISTORY_BYTES,
+    /** A value of an execution's view (an input, output, progress or payload) larger than this is summarized there. */
+    executionViewValueMaxBytes: env.FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES,
+  };
+}
+
+/** The bounds the execution decider holds each execution to. */
+export function executionLimitsOf(config: AppConfig): ExecutionLimits {
+  return {
+    maxKeptSignals: config.executionMaxKeptSignals,
+    maxKeptSignalBytes: config.executionMaxKeptSignalBytes,
+    taskProgressKept: config.taskProgressKept,
+    maxTaskProgressBytes: config.taskProgressMaxBytes,
+    maxHistoryBytes: config.executionMaxHistoryBytes,
   };
 }
 

@@ -22,6 +22,10 @@ export type ErrorCode =
   | 'resume_expired'
   | 'request_timeout'
   | 'too_many_streams'
+  | 'too_many_signals'
+  | 'signals_too_large'
+  | 'progress_too_large'
+  | 'execution_full'
   | 'unavailable';
 
 export interface ValidationIssue {
@@ -140,6 +144,19 @@ export class WrongExpectedRevisionError extends DomainError {
       expected,
       actual,
     });
+  }
+}
+
+/** Codes of the bounds on what one execution may hold (promise 13, docs/architecture.md). */
+export type ExecutionLimitCode = 'too_many_signals' | 'signals_too_large' | 'progress_too_large' | 'execution_full';
+
+/**
+ * A command refused because the execution would grow beyond one of its bounds: 413 for a value
+ * too large, 409 for a count reached or a full history. Nothing of the command is recorded.
+ */
+export class ExecutionLimitError extends DomainError {
+  constructor(code: ExecutionLimitCode, message: string, details: Record<string, unknown>) {
+    super(code, message, details);
   }
 }
 

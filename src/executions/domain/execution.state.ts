@@ -8,6 +8,7 @@ import type {
   Wait,
   WorkflowSnapshot,
 } from './execution.events.js';
+import { eventBytes } from './json-bytes.js';
 
 export type EndedAttemptStatus = 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 export type AttemptStatus = 'queued' | 'running' | EndedAttemptStatus;
@@ -92,9 +93,16 @@ export interface TaskRecord {
   leaseExpiresAt: string | null;
   timeoutAt: string | null;
   endedAt: string | null;
-  progress?: unknown;
+  /** The latest progress entries its heartbeats reported, oldest first (as many as the heartbeat said to keep). */
+  recentProgress?: TaskProgress[];
   output?: unknown;
   error?: ExecutionError;
+}
+
+/** One progress entry of a task, as a heartbeat reported it. */
+export interface TaskProgress {
+  at: string;
+  progress: unknown;
 }
 
 /** A child execution a `subworkflow` node started; `running` until its end is recorded here. */
@@ -212,6 +220,8 @@ interface ExecutionFields {
   /** When the current run began (the start, or the last redrive): its execution deadline counts from here. */
   runStartedAt: string;
   endedAt: string | null;
+  /** UTF-8 bytes of its events' data as JSON, together: what its history bound counts (absent in older documents). */
+  historyBytes?: number;
   output?: unknown;
   error?: ExecutionError;
   endReason?: string | null;
@@ -273,6 +283,7 @@ export function inFoldOrder(state: StartedExecution): StartedExecution {
     slotAttemptId: state.slotAttemptId,
     runStartedAt: state.runStartedAt,
     endedAt: state.endedAt,
+    historyBytes: state.historyBytes,
   };
   // What later events add (an end's `output`, `error`, `endReason`) comes after, as evolve adds it.
   const later = Object.entries(state).filter(([key]) => !Object.hasOwn(ordered, key));
@@ -305,8 +316,18 @@ function withAttempt(state: StartedExecution, attemptId: string, change: (a: Att
   return state.attempts.map((a) => (a.attemptId === attemptId ? change(a) : a));
 }
 
-/** Folds one fact into state. Never reads a clock or makes ids: everything comes from the event. */
+/**
+ * Folds one fact into state. Never reads a clock or makes ids: everything comes from the event.
+ * Counts the bytes of every event, so a decision knows how full the history is (promise 13).
+ */
 export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionState {
+  const next = evolveFact(state, event);
+  if (next.status === 'not_started') return next;
+  const before = state.status === 'not_started' ? 0 : (state.historyBytes ?? 0);
+  return { ...next, historyBytes: before + eventBytes(event) };
+}
+
+function evolveFact(state: ExecutionState, event: ExecutionEvent): ExecutionState {
   if (event.type === 'ExecutionStarted') {
     const d = event.data;
     return {
@@ -523,7 +544,10 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         tasks: withTask(s, d.taskId, (t) => ({
           ...t,
           leaseExpiresAt: d.leaseExpiresAt,
-          ...(d.progress !== undefined ? { progress: d.progress } : {}),
+          // Events recorded before the bound name no count: they kept the last entry only.
+          ...(d.progress !== undefined
+            ? { recentProgress: [...(t.recentProgress ?? []), { at: d.at, progress: d.progress }].slice(-(d.progressKept ?? 1)) }
+            : {}),
         })),
       };
     }
