@@ -47,6 +47,9 @@ export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
 /** Larger values of an execution's view are summarized (FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES). */
 export const DEFAULT_VIEW_VALUE_MAX_BYTES = 64 * 1024;
 
+/** A page of an execution's history ends once its events pass this (FLOSTRA_HISTORY_PAGE_MAX_BYTES). */
+export const DEFAULT_HISTORY_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
 /** How long a stopping process waits for its running work (FLOSTRA_SHUTDOWN_GRACE_MS). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 20_000;
 
@@ -268,6 +271,7 @@ const envSchema = z.object({
   FLOSTRA_TASK_PROGRESS_MAX_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxTaskProgressBytes, 1, 1_000_000_000, ' number of bytes'),
   FLOSTRA_EXECUTION_MAX_HISTORY_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxHistoryBytes, 65_536, 4_000_000_000, ' number of bytes'),
   FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES: integer(DEFAULT_VIEW_VALUE_MAX_BYTES, 0, 1_000_000_000, ' number of bytes'),
+  FLOSTRA_HISTORY_PAGE_MAX_BYTES: integer(DEFAULT_HISTORY_PAGE_MAX_BYTES, 1, 1_000_000_000, ' number of bytes'),
   FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: integer(30_000, 6_000, 1_800_000, ' number of milliseconds'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
@@ -366,6 +370,8 @@ function toConfig(env: Env) {
     executionMaxHistoryBytes: env.FLOSTRA_EXECUTION_MAX_HISTORY_BYTES,
     /** A value of an execution's view (an input, output, progress or payload) larger than this is summarized there. */
     executionViewValueMaxBytes: env.FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES,
+    /** A page of an execution's history holds no more events once their data pass this (the first always). */
+    historyPageMaxBytes: env.FLOSTRA_HISTORY_PAGE_MAX_BYTES,
   };
 }
 

@@ -80,7 +80,10 @@ export const listExecutionsContract = defineRoute({
 export const getExecutionContract = defineRoute({
   operationId: 'getExecution',
   summary: 'Get an execution',
-  description: `Status, workflow revision, attempts, nodes, pending approval and timestamps, from the read model. ${READ_CONSISTENCY}`,
+  description:
+    'Status, workflow revision, attempts, nodes, pending approval and timestamps, from the read model. ' +
+    'A value (input, output, progress, signal payload, approval action) larger than FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES shows as `{ "$omitted": { "bytes": n } }`: ' +
+    `the whole value is in the execution’s history. ${READ_CONSISTENCY}`,
   tags: TAGS,
   access: workspaceRole('viewer', 'resource'),
   params: executionParams,
@@ -93,7 +96,9 @@ export const getExecutionContract = defineRoute({
 export const executionHistoryContract = defineRoute({
   operationId: 'getExecutionHistory',
   summary: 'Read an execution’s events',
-  description: `The execution’s events in log order, after \`after\` (an event’s position), in pages. ${READ_CONSISTENCY}`,
+  description:
+    'The execution’s events in log order, after `after` (an event’s position), in pages: `limit` events at most, and none more once their data pass ' +
+    `FLOSTRA_HISTORY_PAGE_MAX_BYTES (the first always comes); \`nextCursor\` goes on. ${READ_CONSISTENCY}`,
   tags: TAGS,
   access: workspaceRole('viewer', 'resource'),
   params: executionParams,
