@@ -97,7 +97,7 @@ export class ExecutionStreams {
     const missing = [...new Set(executionIds.map(executionStreamId))].filter((id) => !this.cache.has(id));
     if (missing.length === 0 || this.store.readStreams === undefined) return;
     for (const [streamId, history] of await this.store.readStreams(missing)) {
-      const state = history.map(parseExecutionEvent).reduce(executionDecider.evolve, executionDecider.initialState());
+      const state = history.map(parseExecutionEvent).reduce(this.decider.evolve, this.decider.initialState());
       this.cache.set(streamId, { revision: history[history.length - 1].revision, state });
     }
   }
@@ -125,7 +125,7 @@ export class ExecutionStreams {
   /** The execution's history and folded state; NotFoundError when it does not exist. */
   async load(executionId: string): Promise<{ state: StartedExecution; history: RecordedEvent[] }> {
     const history = await this.store.readStream(executionStreamId(executionId));
-    const state = history.map(parseExecutionEvent).reduce(executionDecider.evolve, executionDecider.initialState());
+    const state = history.map(parseExecutionEvent).reduce(this.decider.evolve, this.decider.initialState());
     if (state.status === 'not_started') throw new NotFoundError('execution not found');
     return { state, history };
   }

@@ -19,6 +19,7 @@ import {
   type StartedExecution,
   currentAttempt,
   evolve,
+  evolveCountingHistory,
   initialState,
   isFinal,
   nextAttemptNumber,
@@ -434,7 +435,7 @@ function decideCommand(command: ExecutionCommand, state: ExecutionState, limits:
 
 /** The execution decider under the given bounds of what one execution may hold (configuration's `executionLimitsOf`). */
 export function createExecutionDecider(limits: ExecutionLimits): Decider<ExecutionCommand, ExecutionEvent, ExecutionState> {
-  return { decide: (command, state) => decide(command, state, limits), evolve, initialState };
+  return { decide: (command, state) => decide(command, state, limits), evolve: evolveCountingHistory, initialState };
 }
 
 /** The decider under the default bounds. */

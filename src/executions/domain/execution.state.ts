@@ -317,17 +317,22 @@ function withAttempt(state: StartedExecution, attemptId: string, change: (a: Att
 }
 
 /**
- * Folds one fact into state. Never reads a clock or makes ids: everything comes from the event.
- * Counts the bytes of every event, so a decision knows how full the history is (promise 13).
+ * `evolve`, also counting each event's bytes into `historyBytes`: the fold the decider decides on,
+ * so that it knows how full the history is (promise 13). Read models fold with `evolve` and do
+ * not pay for measuring every event.
  */
-export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionState {
-  const next = evolveFact(state, event);
+export function evolveCountingHistory(state: ExecutionState, event: ExecutionEvent): ExecutionState {
+  const next = evolve(state, event);
   if (next.status === 'not_started') return next;
-  const before = state.status === 'not_started' ? 0 : (state.historyBytes ?? 0);
-  return { ...next, historyBytes: before + eventBytes(event) };
+  const historyBytes = (state.status === 'not_started' ? 0 : (state.historyBytes ?? 0)) + eventBytes(event);
+  // A fact folded into a new object takes its count in place: a second copy of the state per event costs more.
+  if (next === state) return { ...next, historyBytes };
+  next.historyBytes = historyBytes;
+  return next;
 }
 
-function evolveFact(state: ExecutionState, event: ExecutionEvent): ExecutionState {
+/** Folds one fact into state. Never reads a clock or makes ids: everything comes from the event. */
+export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionState {
   if (event.type === 'ExecutionStarted') {
     const d = event.data;
     return {
@@ -361,6 +366,7 @@ function evolveFact(state: ExecutionState, event: ExecutionEvent): ExecutionStat
       slotAttemptId: null,
       runStartedAt: d.startedAt,
       endedAt: null,
+      historyBytes: undefined,
     };
   }
   if (state.status === 'not_started') return state;

@@ -1,10 +1,9 @@
 import type { ExecutionEvent } from './execution.events.js';
 
-const encoder = new TextEncoder();
-
 /** UTF-8 bytes of a value as JSON (`null` for undefined): how the execution's size bounds measure. */
 export function jsonBytes(value: unknown): number {
-  return encoder.encode(JSON.stringify(value ?? null)).length;
+  // Buffer.byteLength counts without encoding: half the cost of TextEncoder's copy, on every fold.
+  return Buffer.byteLength(JSON.stringify(value ?? null), 'utf8');
 }
 
 /** What an event adds to its execution's history: its data as JSON. */
