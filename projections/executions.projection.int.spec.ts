@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { fold } from '../src/core/decider.js';
 import type { ExecutionEvent } from '../src/executions/domain/execution.events.js';
-import { executionDecider } from '../src/executions/domain/execution.decider.js';
+import { evolve, initialState } from '../src/executions/domain/execution.state.js';
 import {
   ATTEMPT_2,
   EXECUTION_ID,
@@ -31,12 +31,16 @@ import { executionsProjection } from './executions.projection.js';
 
 const OTHER_EXECUTION = '0b8f4e0a-1c2d-4e5f-8a9b-000000000002';
 
-/** The row the read model must hold for these events: the write side's own fold, plus its columns. */
+/** The row the read model must hold for these events: the domain's fold, plus its columns. */
 function rowOf(
   events: ExecutionEvent[],
   columns: { status: string; cancel: boolean; attempts: number; ended: string | null; last: number; created?: number; traceId?: string },
 ) {
-  const state = JSON.parse(JSON.stringify(fold(executionDecider, events))) as { executionId: string; startedAt: string; updatedAt: string };
+  const state = JSON.parse(JSON.stringify(fold({ evolve, initialState }, events))) as {
+    executionId: string;
+    startedAt: string;
+    updatedAt: string;
+  };
   return {
     execution_id: state.executionId,
     workspace_id: WORKSPACE_ID,

@@ -33,8 +33,9 @@ interface DocumentRow {
 
 /**
  * `executions`: one row per execution for the detail and the list. The detail is the jsonb
- * document folded with the domain's `evolve` — the fold the write side runs — so the view
- * equals the stream's fold by construction; indexed columns serve the list's filters and order.
+ * document folded with the domain's `evolve` — the fold the write side runs, less its count of
+ * the history's bytes — so the view equals the stream's fold by construction; indexed columns
+ * serve the list's filters and order.
  */
 export const executionsProjection: ProjectionDefinition<ExecutionsBatch, ExecutionDocument, ProjectedEvent> = {
   name: 'executions',
@@ -47,7 +48,8 @@ export const executionsProjection: ProjectionDefinition<ExecutionsBatch, Executi
   // 7: and `mapItems`, the outputs of map items that succeeded.
   // 8: and the parent and children of sub-workflows; `parent_execution_id` finds an execution's children.
   // 9: and its durable timers, signals and signal waits.
-  version: 9,
+  // 10: and each task's latest progress entries (`recentProgress`).
+  version: 10,
   relations: ['executions'],
 
   tables: (suffix) => [

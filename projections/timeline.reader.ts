@@ -40,6 +40,33 @@ export class PostgresTimelineReader implements TimelineReader {
     return rows.map(toTimelineEvent);
   }
 
+  /**
+   * One page of an execution's events: at most `limit`, and no more after the one that brings
+   * their data past `maxBytes` (the first always comes), so that a page of large events stays
+   * small. The database measures the data: the page is cut before any of it reaches the process.
+   * `more`: later events exist.
+   */
+  async readExecutionPage(
+    executionId: string,
+    after: Position | null,
+    limit: number,
+    maxBytes: number,
+  ): Promise<{ events: TimelineEvent[]; more: boolean }> {
+    const { rows } = await this.sql.query<TimelineRow & { fetched: string | number }>(
+      `select ${COLUMNS}, fetched from (
+         select ${COLUMNS},
+                coalesce(sum(octet_length(data::text)) over (order by position rows between unbounded preceding and 1 preceding), 0) as bytes_before,
+                count(*) over () as fetched
+         from (select ${COLUMNS} from read_models.timeline where execution_id = $1 and ${AFTER} order by position limit $3) as candidates
+       ) as page
+       where bytes_before < $4
+       order by position`,
+      [executionId, after, limit + 1, maxBytes],
+    );
+    const shown = rows.slice(0, limit);
+    return { events: shown.map(toTimelineEvent), more: Number(rows[0]?.fetched ?? 0) > shown.length };
+  }
+
   async readWorkspace(workspaceId: string, after: Position | null, limit: number): Promise<TimelineEvent[]> {
     const { rows } = await this.sql.query<TimelineRow>(
       `select ${COLUMNS} from read_models.timeline where workspace_id = $1 and ${AFTER} order by position limit $3`,

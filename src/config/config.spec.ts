@@ -5,6 +5,7 @@ import { inspect } from 'node:util';
 import {
   ConfigError,
   DEFAULT_MAX_BODY_BYTES,
+  executionLimitsOf,
   isEmbedded,
   loadConfig,
   PROCESS_ROLES,
@@ -153,6 +154,13 @@ describe('loadConfig', () => {
       FLOSTRA_SHUTDOWN_GRACE_MS: '5000',
       FLOSTRA_MAX_EXECUTIONS_PER_TREE: '250',
       FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: '10000',
+      FLOSTRA_EXECUTION_MAX_KEPT_SIGNALS: '7',
+      FLOSTRA_EXECUTION_MAX_KEPT_SIGNAL_BYTES: '70000',
+      FLOSTRA_TASK_PROGRESS_KEPT: '2',
+      FLOSTRA_TASK_PROGRESS_MAX_BYTES: '512',
+      FLOSTRA_EXECUTION_MAX_HISTORY_BYTES: '1000000',
+      FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES: '4096',
+      FLOSTRA_HISTORY_PAGE_MAX_BYTES: '65536',
     });
     expect(config.secretsKey?.bytes).toEqual(Buffer.alloc(32, 0xab));
     expect(config.secretsPreviousKeys.map((key) => key.bytes)).toEqual([Buffer.alloc(32, 0xcd)]);
@@ -211,6 +219,20 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       leases: { ttlMs: 6_000, renewMs: 2_000, pollMs: 250 },
       shutdownGraceMs: 5_000,
+      executionMaxKeptSignals: 7,
+      executionMaxKeptSignalBytes: 70_000,
+      taskProgressKept: 2,
+      taskProgressMaxBytes: 512,
+      executionMaxHistoryBytes: 1_000_000,
+      executionViewValueMaxBytes: 4096,
+      historyPageMaxBytes: 65_536,
+    });
+    expect(executionLimitsOf(config)).toEqual({
+      maxKeptSignals: 7,
+      maxKeptSignalBytes: 70_000,
+      taskProgressKept: 2,
+      maxTaskProgressBytes: 512,
+      maxHistoryBytes: 1_000_000,
     });
     expect(isEmbedded(config)).toBe(false);
   });

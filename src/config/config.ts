@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_LEASE_TIMINGS } from '../core/lease.port.js';
 import type { LogThreshold } from '../core/logger.js';
+import { DEFAULT_EXECUTION_LIMITS, type ExecutionLimits } from '../executions/domain/execution-limits.js';
 
 /** The processes one Flostra binary can run (docs/architecture.md, "Processes and roles"). */
 export const PROCESS_ROLES = ['api', 'dispatcher', 'ingestor', 'projector', 'scheduler', 'timer', 'watchdog', 'worker'] as const;
@@ -73,6 +74,11 @@ export const DEFAULT_METRICS_MAX_WORKSPACES = 100;
 
 /** Executions one sub-workflow tree may hold, its root included, where the workspace sets no bound (FLOSTRA_MAX_EXECUTIONS_PER_TREE). */
 export const DEFAULT_MAX_EXECUTIONS_PER_TREE = 1_000;
+/** Larger values of an execution's view are summarized (FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES). */
+export const DEFAULT_VIEW_VALUE_MAX_BYTES = 64 * 1024;
+
+/** A page of an execution's history ends once its events pass this (FLOSTRA_HISTORY_PAGE_MAX_BYTES). */
+export const DEFAULT_HISTORY_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 
 /** How long a stopping process waits for its running work (FLOSTRA_SHUTDOWN_GRACE_MS). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 20_000;
@@ -308,6 +314,13 @@ const envSchema = z.object({
   FLOSTRA_LEASE_POLL_MS: integer(DEFAULT_LEASE_TIMINGS.pollMs, 50, 60_000, ' number of milliseconds'),
   FLOSTRA_SHUTDOWN_GRACE_MS: integer(DEFAULT_SHUTDOWN_GRACE_MS, 0, 3_600_000, ' number of milliseconds'),
   FLOSTRA_MAX_EXECUTIONS_PER_TREE: integer(DEFAULT_MAX_EXECUTIONS_PER_TREE, 1, 100_000),
+  FLOSTRA_EXECUTION_MAX_KEPT_SIGNALS: integer(DEFAULT_EXECUTION_LIMITS.maxKeptSignals, 1, 1_000_000),
+  FLOSTRA_EXECUTION_MAX_KEPT_SIGNAL_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxKeptSignalBytes, 1, 1_000_000_000, ' number of bytes'),
+  FLOSTRA_TASK_PROGRESS_KEPT: integer(DEFAULT_EXECUTION_LIMITS.taskProgressKept, 1, 1_000),
+  FLOSTRA_TASK_PROGRESS_MAX_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxTaskProgressBytes, 1, 1_000_000_000, ' number of bytes'),
+  FLOSTRA_EXECUTION_MAX_HISTORY_BYTES: integer(DEFAULT_EXECUTION_LIMITS.maxHistoryBytes, 65_536, 4_000_000_000, ' number of bytes'),
+  FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES: integer(DEFAULT_VIEW_VALUE_MAX_BYTES, 0, 1_000_000_000, ' number of bytes'),
+  FLOSTRA_HISTORY_PAGE_MAX_BYTES: integer(DEFAULT_HISTORY_PAGE_MAX_BYTES, 1, 1_000_000_000, ' number of bytes'),
   FLOSTRA_KAFKA_SESSION_TIMEOUT_MS: integer(30_000, 6_000, 1_800_000, ' number of milliseconds'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional.transform((raw, ctx) => {
     if (raw === undefined) return null;
@@ -429,6 +442,27 @@ function toConfig(env: Env) {
     shutdownGraceMs: env.FLOSTRA_SHUTDOWN_GRACE_MS,
     /** Executions one sub-workflow tree may hold (its root included) in a workspace that sets no `maxExecutionsPerTree`. */
     maxExecutionsPerTree: env.FLOSTRA_MAX_EXECUTIONS_PER_TREE,
+    /** What one execution may hold (docs/operations.md, "Tenant isolation bounds"); see `executionLimitsOf`. */
+    executionMaxKeptSignals: env.FLOSTRA_EXECUTION_MAX_KEPT_SIGNALS,
+    executionMaxKeptSignalBytes: env.FLOSTRA_EXECUTION_MAX_KEPT_SIGNAL_BYTES,
+    taskProgressKept: env.FLOSTRA_TASK_PROGRESS_KEPT,
+    taskProgressMaxBytes: env.FLOSTRA_TASK_PROGRESS_MAX_BYTES,
+    executionMaxHistoryBytes: env.FLOSTRA_EXECUTION_MAX_HISTORY_BYTES,
+    /** A value of an execution's view (an input, output, progress or payload) larger than this is summarized there. */
+    executionViewValueMaxBytes: env.FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES,
+    /** A page of an execution's history holds no more events once their data pass this (the first always). */
+    historyPageMaxBytes: env.FLOSTRA_HISTORY_PAGE_MAX_BYTES,
+  };
+}
+
+/** The bounds the execution decider holds each execution to. */
+export function executionLimitsOf(config: AppConfig): ExecutionLimits {
+  return {
+    maxKeptSignals: config.executionMaxKeptSignals,
+    maxKeptSignalBytes: config.executionMaxKeptSignalBytes,
+    taskProgressKept: config.taskProgressKept,
+    maxTaskProgressBytes: config.taskProgressMaxBytes,
+    maxHistoryBytes: config.executionMaxHistoryBytes,
   };
 }
 

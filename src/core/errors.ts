@@ -26,6 +26,10 @@ export type ErrorCode =
   | 'limit_reached'
   | 'too_many_sessions'
   | 'too_many_sign_ins'
+  | 'too_many_signals'
+  | 'signals_too_large'
+  | 'progress_too_large'
+  | 'execution_full'
   | 'unavailable';
 
 export interface ValidationIssue {
@@ -144,6 +148,19 @@ export class WrongExpectedRevisionError extends DomainError {
       expected,
       actual,
     });
+  }
+}
+
+/** Codes of the bounds on what one execution may hold (promise 13, docs/architecture.md). */
+export type ExecutionLimitCode = 'too_many_signals' | 'signals_too_large' | 'progress_too_large' | 'execution_full';
+
+/**
+ * A command refused because the execution would grow beyond one of its bounds: 413 for a value
+ * too large, 409 for a count reached or a full history. Nothing of the command is recorded.
+ */
+export class ExecutionLimitError extends DomainError {
+  constructor(code: ExecutionLimitCode, message: string, details: Record<string, unknown>) {
+    super(code, message, details);
   }
 }
 

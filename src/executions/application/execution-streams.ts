@@ -10,7 +10,8 @@ import { currentTraceHeaders } from '../../observability/tracing.js';
 import type { ExecutionCommand } from '../domain/execution.commands.js';
 import type { ExecutionEvent } from '../domain/execution.events.js';
 import { EXECUTION_SCHEMA_VERSION, executionStreamId, parseExecutionEvent } from '../domain/execution-event.parser.js';
-import { executionDecider } from '../domain/execution.decider.js';
+import { createExecutionDecider, executionDecider } from '../domain/execution.decider.js';
+import { APP_CONFIG, type AppConfig, executionLimitsOf } from '../../config/config.js';
 import { type ExecutionState, type StartedExecution } from '../domain/execution.state.js';
 import { recordExecutionFacts } from './execution-metrics.js';
 
@@ -32,13 +33,18 @@ export type AppendListener = (executionId: string, events: readonly ExecutionEve
 export class ExecutionStreams {
   private readonly cache = new StreamStateCache<ExecutionState>(10_000);
   private readonly listeners = new Set<AppendListener>();
+  /** Decides under the configured bounds of one execution (promise 13); the defaults without a configuration. */
+  private readonly decider: typeof executionDecider;
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CLOCK) readonly clock: Clock,
     @Inject(ID_GENERATOR) readonly ids: IdGenerator,
     @Optional() @Inject(METRICS) private readonly metrics: Metrics = NO_METRICS,
-  ) {}
+    @Optional() @Inject(APP_CONFIG) config: AppConfig | null = null,
+  ) {
+    this.decider = config === null ? executionDecider : createExecutionDecider(executionLimitsOf(config));
+  }
 
   /**
    * `eventIds` makes the ids of the appended events deterministic (a retry must not add a second
@@ -91,7 +97,7 @@ export class ExecutionStreams {
     const missing = [...new Set(executionIds.map(executionStreamId))].filter((id) => !this.cache.has(id));
     if (missing.length === 0 || this.store.readStreams === undefined) return;
     for (const [streamId, history] of await this.store.readStreams(missing)) {
-      const state = history.map(parseExecutionEvent).reduce(executionDecider.evolve, executionDecider.initialState());
+      const state = history.map(parseExecutionEvent).reduce(this.decider.evolve, this.decider.initialState());
       this.cache.set(streamId, { revision: history[history.length - 1].revision, state });
     }
   }
@@ -100,7 +106,7 @@ export class ExecutionStreams {
     return {
       store: this.store,
       streamId: executionStreamId(executionId),
-      decider: executionDecider,
+      decider: this.decider,
       parseEvent: parseExecutionEvent,
       eventId: eventId ?? (() => this.ids.uuid()),
       // The owning workspace rides on every event, so readers of the global log can route and
@@ -119,7 +125,7 @@ export class ExecutionStreams {
   /** The execution's history and folded state; NotFoundError when it does not exist. */
   async load(executionId: string): Promise<{ state: StartedExecution; history: RecordedEvent[] }> {
     const history = await this.store.readStream(executionStreamId(executionId));
-    const state = history.map(parseExecutionEvent).reduce(executionDecider.evolve, executionDecider.initialState());
+    const state = history.map(parseExecutionEvent).reduce(this.decider.evolve, this.decider.initialState());
     if (state.status === 'not_started') throw new NotFoundError('execution not found');
     return { state, history };
   }

@@ -1,4 +1,4 @@
-import { Inject } from '@nestjs/common';
+import { Inject, Optional } from '@nestjs/common';
 import { type IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { PostgresTimelineReader } from '../../../projections/timeline.reader.js';
 import { type Principal, requireWorkspaceRole } from '../../auth/authorization.js';
@@ -6,6 +6,7 @@ import { NotFoundError, ValidationFailedError } from '../../core/errors.js';
 import { ReadConsistency, type ReadRequirement } from '../../projector/read-consistency.js';
 import { executionStreamId } from '../domain/execution-event.parser.js';
 import { toHistoryEvent } from './execution.views.js';
+import { APP_CONFIG, type AppConfig, DEFAULT_HISTORY_PAGE_MAX_BYTES } from '../../config/config.js';
 import type { HistoryQuery } from './request-schemas.js';
 
 export interface ExecutionHistoryPage {
@@ -24,12 +25,17 @@ export class GetExecutionHistoryQuery extends Query<ExecutionHistoryPage> {
   }
 }
 
-/** An execution's events in log order, a page at a time, from the `timeline` read model. */
+/**
+ * An execution's events in log order, a page at a time, from the `timeline` read model. A page
+ * ends early once its events' data pass FLOSTRA_HISTORY_PAGE_MAX_BYTES (promise 13): `nextCursor`
+ * goes on from there.
+ */
 @QueryHandler(GetExecutionHistoryQuery)
 export class GetExecutionHistoryHandler implements IQueryHandler<GetExecutionHistoryQuery> {
   constructor(
     @Inject(PostgresTimelineReader) private readonly timeline: PostgresTimelineReader,
     @Inject(ReadConsistency) private readonly consistency: ReadConsistency,
+    @Optional() @Inject(APP_CONFIG) private readonly config: AppConfig | null = null,
   ) {}
 
   async execute({ principal, executionId, page, requirement }: GetExecutionHistoryQuery): Promise<ExecutionHistoryPage> {
@@ -46,9 +52,9 @@ export class GetExecutionHistoryHandler implements IQueryHandler<GetExecutionHis
     if (page.after !== undefined && !(await this.timeline.hasEventAt(page.after))) {
       throw new ValidationFailedError('after is not the position of any event', [{ path: 'after', message: 'unknown position' }]);
     }
-    const events = await this.timeline.readExecution(executionId, page.after ?? null, page.limit + 1);
-    const shown = events.slice(0, page.limit);
-    const last = shown.at(-1);
-    return { events: shown.map(toHistoryEvent), nextCursor: events.length > page.limit && last !== undefined ? last.position : null };
+    const maxBytes = this.config?.historyPageMaxBytes ?? DEFAULT_HISTORY_PAGE_MAX_BYTES;
+    const { events, more } = await this.timeline.readExecutionPage(executionId, page.after ?? null, page.limit, maxBytes);
+    const last = events.at(-1);
+    return { events: events.map(toHistoryEvent), nextCursor: more && last !== undefined ? last.position : null };
   }
 }

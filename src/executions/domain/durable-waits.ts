@@ -3,6 +3,7 @@ import type { CompleteAttempt, FireTimer, RecordNodeResult, SendSignal } from '.
 import type { ExecutionError, ExecutionEvent, RetryPolicy, Wait } from './execution.events.js';
 import { type SignalWaitRecord, type StartedExecution, type TimerRecord, currentAttempt, isFinal } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
+import { type ExecutionLimits, requireRoomForKeptSignal } from './execution-limits.js';
 import { goesOn, resumeIfSuspended, settledInTry } from './tasks.js';
 
 /**
@@ -179,7 +180,7 @@ export function fireTimer(s: StartedExecution, command: FireTimer): ExecutionEve
  * signal of its name (its timer cancelled, its output the payload), else kept for the first node
  * that asks. The same Idempotency-Key with the same name and payload is a replay.
  */
-export function sendSignal(s: StartedExecution, command: SendSignal): ExecutionEvent[] {
+export function sendSignal(s: StartedExecution, command: SendSignal, limits: ExecutionLimits): ExecutionEvent[] {
   const { data, metadata } = command;
   const key = data.idempotency?.key;
   const previous = key === undefined ? undefined : (s.signals ?? []).find((signal) => signal.idempotency?.key === key);
@@ -194,11 +195,16 @@ export function sendSignal(s: StartedExecution, command: SendSignal): ExecutionE
     type: 'SignalReceived',
     data: { signalId: data.signalId, name: data.name, payload: data.payload, idempotency: data.idempotency, sentBy: metadata.actor, at },
   };
-  if (s.cancelRequest) return [received];
-  const wait = Object.values(waitsOf(s))
-    .filter((w) => w.name === data.name && w.status === 'waiting')
-    .sort((a, b) => Date.parse(a.since) - Date.parse(b.since))[0];
-  if (wait === undefined) return [received];
+  const wait = s.cancelRequest
+    ? undefined
+    : Object.values(waitsOf(s))
+        .filter((w) => w.name === data.name && w.status === 'waiting')
+        .sort((a, b) => Date.parse(a.since) - Date.parse(b.since))[0];
+  if (wait === undefined) {
+    // Promise 13 (docs/architecture.md): what an execution keeps for later is bounded in count and size.
+    requireRoomForKeptSignal(s, data.payload, limits);
+    return [received];
+  }
   const timer = wait.timerId === null ? undefined : timersOf(s)[wait.timerId];
   return [
     received,

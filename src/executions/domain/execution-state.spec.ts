@@ -130,6 +130,7 @@ describe('evolve', () => {
       slotAttemptId: null,
       runStartedAt: iso(0),
       endedAt: iso(10_000),
+      historyBytes: cancelledDuringRetry.reduce((sum, e) => sum + Buffer.byteLength(JSON.stringify(e.data), 'utf8'), 0),
       endReason: 'wrong input',
     });
   });

@@ -19,6 +19,7 @@ import {
   type StartedExecution,
   currentAttempt,
   evolve,
+  evolveCountingHistory,
   initialState,
   isFinal,
   nextAttemptNumber,
@@ -41,6 +42,7 @@ import { admitExecution } from './admit-execution.js';
 import { recordMapItems } from './map-items.js';
 import { recordChildResult, startChild } from './subworkflows.js';
 import { withSlotYielded } from './yield-slot.js';
+import { DEFAULT_EXECUTION_LIMITS, type ExecutionLimits, requireRoomInHistory } from './execution-limits.js';
 
 const iso = (d: Date) => d.toISOString();
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toISOString();
@@ -375,15 +377,18 @@ function requestRedrive(command: RequestRedrive, state: ExecutionState): Executi
   ];
 }
 
-export function decide(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
-  const events = decideCommand(command, state);
+function decide(command: ExecutionCommand, state: ExecutionState, limits: ExecutionLimits): ExecutionEvent[] {
+  const decided = decideCommand(command, state, limits);
+  if (state.status === 'not_started') return decided;
   // A cancel request or the execution's end ends its live tasks, timers and signal waits in the same append.
-  if (state.status === 'not_started') return events;
   const now = command.metadata.now;
-  return withSlotYielded(state, withDurableWaitsCancelled(state, withTasksCancelled(state, events, now), now), now);
+  const events = withSlotYielded(state, withDurableWaitsCancelled(state, withTasksCancelled(state, decided, now), now), now);
+  // Promise 13 (docs/architecture.md): one execution's history is bounded; beyond it nothing is appended.
+  requireRoomInHistory(state, command, events, limits);
+  return events;
 }
 
-function decideCommand(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
+function decideCommand(command: ExecutionCommand, state: ExecutionState, limits: ExecutionLimits): ExecutionEvent[] {
   switch (command.type) {
     case 'StartExecution':
       return startExecution(command, state);
@@ -412,7 +417,7 @@ function decideCommand(command: ExecutionCommand, state: ExecutionState): Execut
     case 'ClaimTask':
       return claimTask(started(state), command);
     case 'HeartbeatTask':
-      return heartbeatTask(started(state), command);
+      return heartbeatTask(started(state), command, limits);
     case 'CompleteTask':
       return completeTask(started(state), command);
     case 'TimeOutTask':
@@ -422,7 +427,7 @@ function decideCommand(command: ExecutionCommand, state: ExecutionState): Execut
     case 'FireTimer':
       return fireTimer(started(state), command);
     case 'SendSignal':
-      return sendSignal(started(state), command);
+      return sendSignal(started(state), command, limits);
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${(unknown as { type: string }).type}`);
@@ -430,4 +435,10 @@ function decideCommand(command: ExecutionCommand, state: ExecutionState): Execut
   }
 }
 
-export const executionDecider: Decider<ExecutionCommand, ExecutionEvent, ExecutionState> = { decide, evolve, initialState };
+/** The execution decider under the given bounds of what one execution may hold (configuration's `executionLimitsOf`). */
+export function createExecutionDecider(limits: ExecutionLimits): Decider<ExecutionCommand, ExecutionEvent, ExecutionState> {
+  return { decide: (command, state) => decide(command, state, limits), evolve: evolveCountingHistory, initialState };
+}
+
+/** The decider under the default bounds. */
+export const executionDecider = createExecutionDecider(DEFAULT_EXECUTION_LIMITS);

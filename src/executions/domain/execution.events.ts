@@ -259,7 +259,14 @@ export const executionEventSchemas = {
     timeoutAt: isoTime.nullable(),
     claimedAt: isoTime,
   }),
-  TaskLeaseExtended: z.object({ taskId: z.string(), leaseExpiresAt: isoTime, progress: json.optional(), at: isoTime }),
+  /** `progressKept`: how many of the latest progress entries the task keeps with this one (absent in older events: one). */
+  TaskLeaseExtended: z.object({
+    taskId: z.string(),
+    leaseExpiresAt: isoTime,
+    progress: json.optional(),
+    progressKept: z.number().int().min(1).optional(),
+    at: isoTime,
+  }),
   TaskSucceeded: z.object({ taskId: z.string(), output: json, at: isoTime }),
   TaskFailed: z.object({ taskId: z.string(), error: executionErrorSchema, at: isoTime }),
   TaskTimedOut: z.object({ taskId: z.string(), reason: z.enum(['lease_expired', 'timeout']), deadline: isoTime, at: isoTime }),

@@ -8,6 +8,7 @@ import type {
   Wait,
   WorkflowSnapshot,
 } from './execution.events.js';
+import { eventBytes } from './json-bytes.js';
 
 export type EndedAttemptStatus = 'suspended' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
 export type AttemptStatus = 'queued' | 'running' | EndedAttemptStatus;
@@ -92,9 +93,16 @@ export interface TaskRecord {
   leaseExpiresAt: string | null;
   timeoutAt: string | null;
   endedAt: string | null;
-  progress?: unknown;
+  /** The latest progress entries its heartbeats reported, oldest first (as many as the heartbeat said to keep). */
+  recentProgress?: TaskProgress[];
   output?: unknown;
   error?: ExecutionError;
+}
+
+/** One progress entry of a task, as a heartbeat reported it. */
+export interface TaskProgress {
+  at: string;
+  progress: unknown;
 }
 
 /** A child execution a `subworkflow` node started; `running` until its end is recorded here. */
@@ -214,6 +222,8 @@ interface ExecutionFields {
   /** When the current run began (the start, or the last redrive): its execution deadline counts from here. */
   runStartedAt: string;
   endedAt: string | null;
+  /** UTF-8 bytes of its events' data as JSON, together: what its history bound counts (absent in older documents). */
+  historyBytes?: number;
   output?: unknown;
   error?: ExecutionError;
   endReason?: string | null;
@@ -275,6 +285,7 @@ export function inFoldOrder(state: StartedExecution): StartedExecution {
     slotAttemptId: state.slotAttemptId,
     runStartedAt: state.runStartedAt,
     endedAt: state.endedAt,
+    historyBytes: state.historyBytes,
   };
   // What later events add (an end's `output`, `error`, `endReason`) comes after, as evolve adds it.
   const later = Object.entries(state).filter(([key]) => !Object.hasOwn(ordered, key));
@@ -305,6 +316,21 @@ export function nextAttemptNumber(state: StartedExecution): number {
 
 function withAttempt(state: StartedExecution, attemptId: string, change: (a: Attempt) => Attempt): Attempt[] {
   return state.attempts.map((a) => (a.attemptId === attemptId ? change(a) : a));
+}
+
+/**
+ * `evolve`, also counting each event's bytes into `historyBytes`: the fold the decider decides on,
+ * so that it knows how full the history is (promise 13). Read models fold with `evolve` and do
+ * not pay for measuring every event.
+ */
+export function evolveCountingHistory(state: ExecutionState, event: ExecutionEvent): ExecutionState {
+  const next = evolve(state, event);
+  if (next.status === 'not_started') return next;
+  const historyBytes = (state.status === 'not_started' ? 0 : (state.historyBytes ?? 0)) + eventBytes(event);
+  // A fact folded into a new object takes its count in place: a second copy of the state per event costs more.
+  if (next === state) return { ...next, historyBytes };
+  next.historyBytes = historyBytes;
+  return next;
 }
 
 /** Folds one fact into state. Never reads a clock or makes ids: everything comes from the event. */
@@ -342,6 +368,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       slotAttemptId: null,
       runStartedAt: d.startedAt,
       endedAt: null,
+      historyBytes: undefined,
     };
   }
   if (state.status === 'not_started') return state;
@@ -528,7 +555,10 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         tasks: withTask(s, d.taskId, (t) => ({
           ...t,
           leaseExpiresAt: d.leaseExpiresAt,
-          ...(d.progress !== undefined ? { progress: d.progress } : {}),
+          // Events recorded before the bound name no count: they kept the last entry only.
+          ...(d.progress !== undefined
+            ? { recentProgress: [...(t.recentProgress ?? []), { at: d.at, progress: d.progress }].slice(-(d.progressKept ?? 1)) }
+            : {}),
         })),
       };
     }

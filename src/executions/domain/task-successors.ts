@@ -3,6 +3,7 @@ import { indexGraph, topologicalOrder } from '../../workflows/domain/graph.js';
 import { decideTrigger, type FinalOutcome } from '../../workflows/domain/trigger-rules.js';
 import type { JoinTrigger } from '../../workflows/domain/workflow-graph.schema.js';
 import { type StartedExecution, unscheduledFirstAttemptId } from './execution.state.js';
+import { jsonBytes } from './json-bytes.js';
 
 /**
  * What follows once a wait of a suspended execution ended, decided by the control plane itself
@@ -31,9 +32,6 @@ export type NextStep =
  * applies its own limits (`output_too_large`) exactly as before.
  */
 export const MAX_DECIDED_VALUE_BYTES = MAX_RESULT_MESSAGE_BYTES / 2;
-
-const encoder = new TextEncoder();
-const jsonBytes = (value: unknown): number => encoder.encode(JSON.stringify(value ?? null)).length;
 
 /**
  * The attempts of the current try: the last one scheduled for a start, retry or redrive, and the

@@ -360,7 +360,10 @@ describe('task nodes', () => {
       given(claimed())
         .when(heartbeatTask({ at: 7_000, progress: { done: 0.5 } }))
         .then([
-          { type: 'TaskLeaseExtended', data: { taskId: TASK_1, leaseExpiresAt: iso(17_000), progress: { done: 0.5 }, at: iso(7_000) } },
+          {
+            type: 'TaskLeaseExtended',
+            data: { taskId: TASK_1, leaseExpiresAt: iso(17_000), progress: { done: 0.5 }, progressKept: 10, at: iso(7_000) },
+          },
         ]);
     });
 

@@ -19,6 +19,7 @@ import {
   unscheduledFirstAttemptId,
 } from './execution.state.js';
 import { backoffMs, shouldRetry } from './retry-policy.js';
+import { type ExecutionLimits, requireProgressWithinLimit } from './execution-limits.js';
 import { currentTryAttemptIds, nextStep } from './task-successors.js';
 import { isSubworkflowNode, liveChildOf } from './subworkflow-children.js';
 
@@ -252,18 +253,19 @@ function requireLiveTaskClaim(task: TaskRecord, fence: TaskFence, now: Date): vo
 }
 
 /** The claim's poller is alive: extend its lease. A task cancelled under its claim answers with no new fact (the caller says cancel). */
-export function heartbeatTask(s: StartedExecution, command: HeartbeatTask): ExecutionEvent[] {
+export function heartbeatTask(s: StartedExecution, command: HeartbeatTask, limits: ExecutionLimits): ExecutionEvent[] {
   const { data, metadata } = command;
   const task = taskOf(s, data.taskId);
   if (task.status === 'cancelled' && isSameTaskClaim(task, data)) return [];
   requireLiveTaskClaim(task, data, metadata.now);
+  requireProgressWithinLimit(data.progress, limits);
   return [
     {
       type: 'TaskLeaseExtended',
       data: {
         taskId: task.taskId,
         leaseExpiresAt: plus(metadata.now, task.heartbeatTimeoutMs),
-        ...(data.progress !== undefined ? { progress: data.progress } : {}),
+        ...(data.progress !== undefined ? { progress: data.progress, progressKept: limits.taskProgressKept } : {}),
         at: iso(metadata.now),
       },
     },

@@ -75,6 +75,9 @@ const taskView = z.strictObject({
   timeoutAt: nullableTimestamp,
   endedAt: nullableTimestamp,
   progress: anyJson.meta({ description: 'The last progress a heartbeat reported, or null.' }),
+  recentProgress: z
+    .array(z.strictObject({ at: timestampField, progress: anyJson }))
+    .meta({ description: 'The latest progress entries (FLOSTRA_TASK_PROGRESS_KEPT at most), oldest first.' }),
   output: anyJson.meta({ description: 'The task’s output once it succeeded, else null.' }),
   error: executionErrorSchema.nullable(),
 });
@@ -112,7 +115,11 @@ const signalView = z.strictObject({
   deliveredTo: identifierField.nullable().meta({ description: 'The wait_signal node that took it; null while it is kept.' }),
 });
 
-/** `toView`: one execution from the `executions` read model. */
+/**
+ * `boundedView`: one execution from the `executions` read model. Inputs, outputs, progress,
+ * payloads and approval actions larger than FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES show as
+ * `{ "$omitted": { "bytes": n } }`; the whole value is in the execution's history.
+ */
 export const executionViewSchema = z
   .strictObject({
     executionId: uuidField,

@@ -80,7 +80,10 @@ export const listExecutionsContract = defineRoute({
 export const getExecutionContract = defineRoute({
   operationId: 'getExecution',
   summary: 'Get an execution',
-  description: `Status, workflow revision, attempts, nodes, pending approval and timestamps, from the read model. ${READ_CONSISTENCY}`,
+  description:
+    'Status, workflow revision, attempts, nodes, pending approval and timestamps, from the read model. ' +
+    'A value (input, output, progress, signal payload, approval action) larger than FLOSTRA_EXECUTION_VIEW_VALUE_MAX_BYTES shows as `{ "$omitted": { "bytes": n } }`: ' +
+    `the whole value is in the execution’s history. ${READ_CONSISTENCY}`,
   tags: TAGS,
   access: workspaceRole('viewer', 'resource'),
   params: executionParams,
@@ -93,7 +96,9 @@ export const getExecutionContract = defineRoute({
 export const executionHistoryContract = defineRoute({
   operationId: 'getExecutionHistory',
   summary: 'Read an execution’s events',
-  description: `The execution’s events in log order, after \`after\` (an event’s position), in pages. ${READ_CONSISTENCY}`,
+  description:
+    'The execution’s events in log order, after `after` (an event’s position), in pages: `limit` events at most, and none more once their data pass ' +
+    `FLOSTRA_HISTORY_PAGE_MAX_BYTES (the first always comes); \`nextCursor\` goes on. ${READ_CONSISTENCY}`,
   tags: TAGS,
   access: workspaceRole('viewer', 'resource'),
   params: executionParams,
@@ -127,7 +132,16 @@ export const decideApprovalContract = defineRoute({
   params: executionParams.extend({ nodeId: nameSchema }),
   body: approvalBodySchema,
   responses: { 202: json('The decision was recorded.', approvalReplySchema) },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'invalid_state', 'approval_mismatch', 'concurrency_conflict', 'unavailable'],
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'invalid_state',
+    'approval_mismatch',
+    'concurrency_conflict',
+    'execution_full',
+    'unavailable',
+  ],
 });
 
 export const redriveExecutionContract = defineRoute({
@@ -140,7 +154,16 @@ export const redriveExecutionContract = defineRoute({
   headers: z.object({ 'Idempotency-Key': idempotencyKeySchema }),
   body: redriveBodySchema,
   responses: { 202: json('A new attempt was scheduled.', redriveReplySchema) },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'idempotency_conflict', 'invalid_state', 'concurrency_conflict', 'unavailable'],
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'idempotency_conflict',
+    'invalid_state',
+    'concurrency_conflict',
+    'execution_full',
+    'unavailable',
+  ],
 });
 
 export const sendSignalContract = defineRoute({
@@ -150,12 +173,25 @@ export const sendSignalContract = defineRoute({
     'Records the signal on the execution’s stream. The `wait_signal` node of that name that has waited longest takes it (its output is `payload`, null when absent) ' +
     'and the execution goes on; with none waiting, the signal is kept for the first node that asks, each signal taken by one node at most. ' +
     'An Idempotency-Key makes a retry safe: the same key with the same name and payload answers the first `signalId`; with another payload, 409 `idempotency_conflict`. ' +
-    'An execution that has ended answers 409 `invalid_state`.',
+    'An execution that has ended answers 409 `invalid_state`. A signal that would be kept is bounded: beyond FLOSTRA_EXECUTION_MAX_KEPT_SIGNALS kept signals it is 409 `too_many_signals`, ' +
+    'beyond FLOSTRA_EXECUTION_MAX_KEPT_SIGNAL_BYTES of kept payloads 413 `signals_too_large`; one that would take the history beyond FLOSTRA_EXECUTION_MAX_HISTORY_BYTES is 409 `execution_full`. ' +
+    'Each records nothing.',
   tags: TAGS,
   access: workspaceRole('operator', 'resource'),
   params: executionParams.extend({ name: signalNameSchema }),
   headers: z.object({ 'Idempotency-Key': idempotencyKeySchema.optional() }),
   body: signalBodySchema,
   responses: { 202: json('The signal was recorded.', signalReplySchema) },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'idempotency_conflict', 'invalid_state', 'concurrency_conflict', 'unavailable'],
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'idempotency_conflict',
+    'invalid_state',
+    'concurrency_conflict',
+    'too_many_signals',
+    'execution_full',
+    'signals_too_large',
+    'unavailable',
+  ],
 });

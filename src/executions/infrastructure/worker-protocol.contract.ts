@@ -21,7 +21,16 @@ export const claimAttemptContract = defineRoute({
   params: attemptParams,
   body: claimBodySchema,
   responses: { 200: json('The claim: what to run, and the lease.', claimReplySchema) },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'stale_attempt', 'lease_expired', 'concurrency_conflict', 'unavailable'],
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'stale_attempt',
+    'lease_expired',
+    'concurrency_conflict',
+    'execution_full',
+    'unavailable',
+  ],
   ...workflowGraphDocumentation,
 });
 
@@ -35,7 +44,16 @@ export const heartbeatContract = defineRoute({
   params: attemptParams,
   body: heartbeatBodySchema,
   responses: { 200: json('The lease was extended.', heartbeatReplySchema) },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'stale_attempt', 'lease_expired', 'concurrency_conflict', 'unavailable'],
+  errors: [
+    'validation_failed',
+    'forbidden',
+    'not_found',
+    'stale_attempt',
+    'lease_expired',
+    'concurrency_conflict',
+    'execution_full',
+    'unavailable',
+  ],
 });
 
 export const completeAttemptContract = defineRoute({
@@ -56,6 +74,7 @@ export const completeAttemptContract = defineRoute({
     'stale_attempt',
     'lease_expired',
     'concurrency_conflict',
+    'execution_full',
     'unavailable',
   ],
 });

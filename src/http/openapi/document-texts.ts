@@ -23,7 +23,15 @@ export const PROBLEM_MEANINGS: Record<ErrorCode, string> = {
     'events after the resume position may have been deleted by retention (FLOSTRA_RETENTION_DAYS; `horizon` is the newest deleted position); read the current state and reconnect without a position.',
   request_timeout: 'the request body did not arrive within FLOSTRA_HTTP_BODY_TIMEOUT_MS (`timeoutMs`); the connection is closed.',
   payload_too_large: 'the body exceeds FLOSTRA_MAX_BODY_BYTES (`limitBytes`), as declared by Content-Length or as read.',
-  output_too_large: 'a task’s output or progress is larger than a node’s output may be (`limitBytes`); nothing was recorded.',
+  output_too_large: 'a task’s output is larger than a node’s output may be (`limitBytes`); nothing was recorded.',
+  signals_too_large:
+    'the signal would be kept (no node waits for it) and the kept signals’ payloads would exceed FLOSTRA_EXECUTION_MAX_KEPT_SIGNAL_BYTES (`limitBytes`); nothing was recorded.',
+  progress_too_large:
+    'the progress is larger than FLOSTRA_TASK_PROGRESS_MAX_BYTES (`limitBytes`); nothing was recorded, the lease was not extended.',
+  too_many_signals:
+    'the execution already keeps FLOSTRA_EXECUTION_MAX_KEPT_SIGNALS signals no node has taken (`limit`); nothing was recorded.',
+  execution_full:
+    'the execution’s history would exceed FLOSTRA_EXECUTION_MAX_HISTORY_BYTES (`limitBytes`); nothing was recorded. Only cancel and time-outs still end it.',
   unsupported_media_type: 'a body that is not JSON, or says a charset other than UTF-8.',
   too_many_streams:
     'too many live streams are open, for this token or for the process (`scope`, `limit`); close one, or retry after `Retry-After` seconds.',

@@ -3,7 +3,7 @@ import type { Principal } from '../../auth/authorization.js';
 import { workerActor } from '../../core/actors.js';
 import { ExecutionStreams, lastPosition } from '../../executions/application/execution-streams.js';
 import type { TaskHeartbeatBody } from './request-schemas.js';
-import { authorizeTaskWorker, executionOfTask, requireWithinOutputLimit, taskIn } from './task-protocol.js';
+import { authorizeTaskWorker, executionOfTask, taskIn } from './task-protocol.js';
 
 export interface HeartbeatTaskResult {
   leaseExpiresAt: string;
@@ -23,14 +23,14 @@ export class HeartbeatTaskCommand extends Command<HeartbeatTaskResult> {
 
 /**
  * Extends the lease of the current claim of a task; the reply says whether its execution was
- * cancelled (then the task was too: stop, and complete nothing).
+ * cancelled (then the task was too: stop, and complete nothing). The decider bounds the progress
+ * (`progress_too_large`) and keeps the task's latest entries only.
  */
 @CommandHandler(HeartbeatTaskCommand)
 export class HeartbeatTaskHandler implements ICommandHandler<HeartbeatTaskCommand> {
   constructor(private readonly executions: ExecutionStreams) {}
 
   async execute({ principal, taskId, body }: HeartbeatTaskCommand): Promise<HeartbeatTaskResult> {
-    requireWithinOutputLimit('progress', body.progress);
     const outcome = await this.executions.handle(executionOfTask(taskId), (state) => {
       authorizeTaskWorker(principal, state);
       return {

@@ -8,7 +8,7 @@ import { parseTaskId } from '../../executions/domain/tasks.js';
 export const TASK_NOT_FOUND = 'task not found';
 
 /**
- * Largest task output (or progress) recorded: what a node's output may be, so that a task node's
+ * Largest task output recorded: what a node's output may be, so that a task node's
  * result is no larger than any other node's (room is left for a result message's envelope).
  */
 export const MAX_TASK_OUTPUT_BYTES = MAX_RESULT_MESSAGE_BYTES - 4 * 1024;
@@ -36,7 +36,7 @@ export function taskIn(state: ExecutionState, taskId: string): TaskRecord {
   return task;
 }
 
-/** Refuses an output or progress larger than a node's output may be, before anything is decided. */
+/** Refuses an output larger than a node's output may be, before anything is decided. */
 export function requireWithinOutputLimit(what: string, value: unknown): void {
   if (value === undefined) return;
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');

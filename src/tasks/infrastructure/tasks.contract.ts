@@ -83,7 +83,7 @@ export const pollTaskContract = defineRoute({
     200: json('A task, claimed for this poller; with `max`, the list of those claimed.', z.union([polledTaskSchema, polledTasksSchema])),
     204: empty('No task arrived within `waitMs` (without `max`).'),
   },
-  errors: ['validation_failed', 'forbidden', 'not_found', 'concurrency_conflict', 'unavailable'],
+  errors: ['validation_failed', 'forbidden', 'not_found', 'concurrency_conflict', 'execution_full', 'unavailable'],
   parameterDescriptions: { queue: 'The queue: 1-64 of `a-z 0-9 . _ -`, starting with a letter or digit.' },
 });
 
@@ -92,7 +92,9 @@ export const heartbeatTaskContract = defineRoute({
   summary: 'Extend the lease of a claimed task',
   description:
     'Answers whether the execution was cancelled (`cancelRequested`: stop, and complete nothing). A claim that is no longer current is 409 `stale_attempt`; ' +
-    'one whose lease or timeout ran out, 409 `lease_expired`. `progress` (any JSON) is recorded and shown with the task.',
+    'one whose lease or timeout ran out, 409 `lease_expired`. `progress` (any JSON) is recorded and shown with the task, which keeps its latest FLOSTRA_TASK_PROGRESS_KEPT entries; ' +
+    'one larger than FLOSTRA_TASK_PROGRESS_MAX_BYTES is 413 `progress_too_large`, and a heartbeat that would take the history beyond FLOSTRA_EXECUTION_MAX_HISTORY_BYTES is 409 `execution_full`: ' +
+    'nothing is recorded and the lease is not extended.',
   tags: TAGS,
   access: workspaceRole('task-worker', 'resource'),
   params: taskParamsSchema,
@@ -104,8 +106,9 @@ export const heartbeatTaskContract = defineRoute({
     'not_found',
     'stale_attempt',
     'lease_expired',
-    'output_too_large',
     'concurrency_conflict',
+    'execution_full',
+    'progress_too_large',
     'unavailable',
   ],
   parameterDescriptions: { taskId: TASK_ID },
@@ -131,6 +134,7 @@ export const completeTaskContract = defineRoute({
     'lease_expired',
     'output_too_large',
     'concurrency_conflict',
+    'execution_full',
     'unavailable',
   ],
   parameterDescriptions: { taskId: TASK_ID },

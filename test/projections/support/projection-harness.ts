@@ -4,7 +4,7 @@ import { types } from 'node:util';
 import { createLogger } from '../../../src/core/logger.js';
 import { KurrentDbEventStore } from '../../../src/event-store/kurrentdb/kurrentdb-event-store.js';
 import { PostgresEventStore } from '../../../src/event-store/postgres/postgres-event-store.js';
-import { executionDecider } from '../../../src/executions/domain/execution.decider.js';
+import { evolve, initialState } from '../../../src/executions/domain/execution.state.js';
 import { parseExecutionEvent } from '../../../src/executions/domain/execution-event.parser.js';
 import { PgSqlClient } from '../../../src/postgres/pg-sql-client.js';
 import { PgliteSqlClient } from '../../../src/postgres/pglite-sql-client.js';
@@ -147,7 +147,7 @@ export async function expectReadModelsEqualTheLog(store: EventStore, sql: SqlQue
   for (const event of log) streams.set(event.streamId, [...(streams.get(event.streamId) ?? []), event]);
   const owners = new Map<string, string>();
   const expectedExecutions = [...streams].map(([streamId, events]) => {
-    const state = JSON.parse(JSON.stringify(fold(executionDecider, events.map(parseExecutionEvent)))) as {
+    const state = JSON.parse(JSON.stringify(fold({ evolve, initialState }, events.map(parseExecutionEvent)))) as {
       executionId: string;
       workspaceId: string;
     };
