@@ -36,7 +36,20 @@ describe('CodeRunScheduler', () => {
       scheduler.finished('a', 50, 50);
       expect(take(scheduler, 1, 50)).toEqual(['b1']);
       scheduler.finished('b', 1, 51);
-      expect(take(scheduler, 1, 51)).toEqual(['a3']);
+      // b ran code within the window: a keeps to N−1, so b's next run finds a thread free.
+      expect(take(scheduler, 1, 51)).toEqual([undefined]);
+      scheduler.finished('a', 52, 52);
+      expect(take(scheduler, 1, 52)).toEqual(['a3']);
+    });
+
+    it('gives a workspace every thread again once the other has been idle for the window', () => {
+      const scheduler = new CodeRunScheduler<string>(settings({ threads: 2, cpuWindowMs: 10_000 }));
+      given(scheduler, 'b', 1);
+      expect(take(scheduler, 1, 0)).toEqual(['b1']);
+      scheduler.finished('b', 1, 1);
+      given(scheduler, 'a', 3);
+      expect(take(scheduler, 2, 2)).toEqual(['a1', undefined]);
+      expect(take(scheduler, 1, 10_002)).toEqual(['a2']);
     });
 
     it('holds a workspace to N−1 threads while the other waits, whoever was served last', () => {

@@ -20,8 +20,9 @@ interface Bucket {
  *
  * Runs wait in one queue per workspace, first in first out; workspaces take turns, the one served
  * longest ago first. A running loop cannot be preempted, so the bound is kept when a thread is
- * handed out: while another workspace has a run waiting, a workspace is not given more than N−1
- * threads (with N = 1, the one thread goes to each waiting workspace in turn). A workspace that
+ * handed out: while another workspace has code waiting or running, or ran code within the CPU
+ * window, a workspace is not given more than N−1 threads, so that the other's next run finds one
+ * free (with N = 1, the one thread goes to each waiting workspace in turn). A workspace that
  * has used more than its CPU budget gets a thread only when no workspace within its budget can
  * take it. No thread stays idle while a run waits that may take it.
  */
@@ -32,6 +33,8 @@ export class CodeRunScheduler<Run> {
   private readonly servedAt = new Map<string, number>();
   private served = 0;
   private readonly buckets = new Map<string, Bucket>();
+  /** When each workspace last had a run handed out or ended, oldest first (moved to the end on each). */
+  private readonly activeAt = new Map<string, number>();
 
   constructor(private readonly settings: CodeShareSettings) {}
 
@@ -60,9 +63,9 @@ export class CodeRunScheduler<Run> {
   /** The run a free thread takes now, counted as running; undefined when none waits. */
   next(nowMs: number): { workspaceId: string; run: Run } | undefined {
     const cap = Math.max(1, this.settings.threads - 1);
-    const others = this.queues.size > 1;
+    this.forgetInactive(nowMs);
     const eligible = [...this.queues.keys()]
-      .filter((workspaceId) => !others || (this.running.get(workspaceId) ?? 0) < cap)
+      .filter((workspaceId) => (this.running.get(workspaceId) ?? 0) < cap || !this.othersActive(workspaceId))
       .sort((a, b) => (this.servedAt.get(a) ?? -1) - (this.servedAt.get(b) ?? -1));
     const workspaceId = eligible.find((candidate) => this.balanceOf(candidate, nowMs) > 0) ?? eligible[0];
     if (workspaceId === undefined) return undefined;
@@ -71,6 +74,7 @@ export class CodeRunScheduler<Run> {
     if (queue.length === 0) this.queues.delete(workspaceId);
     this.running.set(workspaceId, (this.running.get(workspaceId) ?? 0) + 1);
     this.servedAt.set(workspaceId, this.served++);
+    this.touch(workspaceId, nowMs);
     return { workspaceId, run };
   }
 
@@ -80,6 +84,7 @@ export class CodeRunScheduler<Run> {
     if (left > 0) this.running.set(workspaceId, left);
     else this.running.delete(workspaceId);
     if (!this.queues.has(workspaceId)) this.idle(workspaceId);
+    this.touch(workspaceId, nowMs);
     this.buckets.set(workspaceId, { balanceMs: this.balanceOf(workspaceId, nowMs) - Math.max(0, usedMs), atMs: nowMs });
     // A full bucket is the same as none: only workspaces still paying back their use are kept.
     for (const id of this.buckets.keys()) {
@@ -104,6 +109,28 @@ export class CodeRunScheduler<Run> {
     if (bucket === undefined) return cpuBudgetMs;
     const refill = (Math.max(0, nowMs - bucket.atMs) * cpuBudgetMs) / cpuWindowMs;
     return Math.min(cpuBudgetMs, bucket.balanceMs + refill);
+  }
+
+  /** Whether a workspace other than `workspaceId` has code waiting or running, or ran code within the window. */
+  private othersActive(workspaceId: string): boolean {
+    const others = (keys: Iterable<string>) => {
+      for (const key of keys) if (key !== workspaceId) return true;
+      return false;
+    };
+    return others(this.queues.keys()) || others(this.running.keys()) || others(this.activeAt.keys());
+  }
+
+  private touch(workspaceId: string, nowMs: number): void {
+    this.activeAt.delete(workspaceId);
+    this.activeAt.set(workspaceId, nowMs);
+  }
+
+  private forgetInactive(nowMs: number): void {
+    const horizon = nowMs - this.settings.cpuWindowMs;
+    for (const [workspaceId, at] of this.activeAt) {
+      if (at >= horizon) break;
+      this.activeAt.delete(workspaceId);
+    }
   }
 
   /** Forgets the turn of a workspace with nothing waiting or running: it comes first when it next waits. */

@@ -1,9 +1,13 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { CodeSandbox, type CodeLimits, type CodeOutcome } from './code-sandbox.js';
 
-// Two interpreter threads, as a worker has by default.
-const sandbox = new CodeSandbox({ threads: 2 });
-afterAll(() => sandbox.close());
+// Two interpreter threads, as a worker has by default; a sandbox of its own for each test, since a
+// workspace that ran code stays active for the CPU window.
+let sandbox: CodeSandbox;
+beforeEach(() => {
+  sandbox = new CodeSandbox({ threads: 2 });
+});
+afterEach(() => sandbox.close());
 
 const LIMITS: CodeLimits = { timeoutMs: 1_000, memoryMb: 16 };
 /** Long enough that only the test's release ends a holding run. */
@@ -60,12 +64,14 @@ describe('CodeSandbox: threads shared between workspaces', () => {
     expect(valueOf(await b)).toBe(42);
     expect(await a[0].outcome).toEqual({ kind: 'cancelled' });
 
-    // Released while they wait, a4 to a8 leave their queue and never start; a3 took b1's thread.
-    for (const run of a.slice(3).reverse()) run.release();
-    a[2].release();
+    // ws-b ran code within the CPU window: ws-a keeps to one thread, so b1's stays free for ws-b's
+    // next run. Released while they wait, a3 to a8 leave their queue and never start.
+    const b2 = sandbox.run('return 43', '{}', LIMITS, { workspaceId: 'ws-b', onStart: log.record('b2') });
+    expect(valueOf(await b2)).toBe(43);
+    for (const run of a.slice(2).reverse()) run.release();
     a[1].release();
     expect(await Promise.all(a.map((run) => run.outcome))).toEqual(a.map(() => ({ kind: 'cancelled' })));
-    expect(log.names).toEqual(['a1', 'a2', 'b1', 'a3']);
+    expect(log.names).toEqual(['a1', 'a2', 'b1', 'b2']);
   });
 
   it('given runs waiting for a thread, when their dropIfWaiting aborts, then they end dropped and never start; running ones go on', async () => {
