@@ -269,6 +269,9 @@ export class SubworkflowManager {
   private async closeTreeOf(executionId: string): Promise<void> {
     const state = await this.stateIfAny(executionId);
     if (state === null || rootOf(state) !== executionId) return;
+    // A root that never asked for a child has no tree to close, and none can grow under it now:
+    // a first child asked for after the cancel is abandoned by `startChild`.
+    if (Object.keys(state.children ?? {}).length === 0) return;
     await this.deps.trees.close(executionId, state.workspaceId, `execution ${executionId} was cancelled`);
   }
 
