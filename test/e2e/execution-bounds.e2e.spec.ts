@@ -7,7 +7,7 @@ import { publish, start, view } from '../support/scenario.js';
 import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 
 /**
- * Promise 13: one execution cannot grow without bound. The audit's cases on the embedded stack:
+ * Promise 13: one execution cannot grow without bound. On the embedded stack:
  * forty signals of 900 KiB, twenty heartbeats of 900 KiB progress, a history filled up, and
  * viewers of a large execution while /health/live is asked.
  */

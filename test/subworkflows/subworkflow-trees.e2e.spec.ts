@@ -8,7 +8,7 @@ import { startTestApp, TOKENS, type TestApp } from '../support/test-app.js';
 import { auditRuns, executionEvents } from '../support/workspaces/quota-audit.js';
 
 /**
- * Sub-workflow trees on the embedded stack, as the audit found them: fan-out bounded per tree,
+ * Sub-workflow trees on the embedded stack: fan-out bounded per tree,
  * children counted by the workspace quota without a deadlock, a cycle refused at publish, a
  * root's cancel stopping every start in its tree, and another workspace's execution running
  * meanwhile.
