@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request, type IncomingMessage } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createParser } from 'eventsource-parser';
+import { freePort } from '../test/support/postgres-server.js';
 
 /**
  * One Flostra process as `npm start` runs it (every role, PGlite, the in-process bus), but with a
@@ -108,18 +108,6 @@ export function openLiveStream(url: string, token: string, onEvent: (type: strin
       rejectOpen(error);
     });
     req.end();
-  });
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
   });
 }
 
